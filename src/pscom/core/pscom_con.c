@@ -1,0 +1,269 @@
+/* Connections: life cycle, identity, errors, orderly close. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "pscom_priv.h"
+
+pscom_con_t *pscom_con_create(pscom_sock_t *sock)
+{
+    pscom_con_t *con = calloc(1, sizeof(*con) + sock->con_userdata_size);
+    if (!con)
+        return NULL;
+    con->magic = CON_MAGIC;
+    con->sock = sock;
+    con->pub.socket = &sock->pub;
+    con->pub.state = PSCOM_CON_STATE_NO_RW;
+    con->pub.transport = "none";
+    con->pub.userdata_size = sock->con_userdata_size;
+    con->pub.userdata = sock->con_userdata_size ? (void *)(con + 1) : NULL;
+    con->rndv_threshold = SIZE_MAX;
+    con->next_rndv_id = 1;
+    list_init(&con->sendq);
+    list_init(&con->recvq);
+    list_init(&con->genq);
+    list_init(&con->rndv_sends);
+    list_init(&con->rndv_recvs);
+    list_add_tail(&con->next, &sock->cons);
+    pscom_con_set_name(con);
+    return con;
+}
+
+void pscom_con_set_name(pscom_con_t *con)
+{
+    const char *name = con->peer_name[0] ? con->peer_name : "?";
+    const char *addr = con->peer_addr[0] ? con->peer_addr : "unknown";
+    if (con->peer_pid)
+        snprintf(con->log_name, sizeof(con->log_name), "%s (%s, %s pid %d)", name, addr,
+                 con->peer_host, con->peer_pid);
+    else
+        snprintf(con->log_name, sizeof(con->log_name), "%s (%s)", name, addr);
+}
+
+pscom_con_t *pscom_con_find_by_addr(pscom_sock_t *sock, const char *addr)
+{
+    list_head_t *p;
+    list_for_each(p, &sock->cons)
+    {
+        pscom_con_t *con = list_entry(p, pscom_con_t, next);
+        if (!con->user_closed && !strcmp(con->peer_addr, addr))
+            return con;
+    }
+    return NULL;
+}
+
+/* "ip:port@name" or "ip:port" -> addr "ip:port", name */
+int pscom_ep_addr(const char *ep, char *addr, size_t addrlen, char *name, size_t namelen)
+{
+    if (!ep || !*ep || strlen(ep) >= PSCOM_EP_STR_MAX)
+        return -1;
+    const char *at = strchr(ep, '@');
+    size_t alen = at ? (size_t)(at - ep) : strlen(ep);
+    if (alen == 0 || alen >= addrlen || !memchr(ep, ':', alen))
+        return -1;
+    memcpy(addr, ep, alen);
+    addr[alen] = '\0';
+    snprintf(name, namelen, "%s", at ? at + 1 : "");
+    return 0;
+}
+
+PSCOM_API pscom_connection_t *pscom_open_connection(pscom_socket_t *socket)
+{
+    pscom_lock();
+    pscom_con_t *con = pscom_con_create(get_sock(socket));
+    pscom_unlock();
+    return con ? &con->pub : NULL;
+}
+
+void pscom_con_start_connect(pscom_con_t *con)
+{
+    con->pub.state = PSCOM_CON_STATE_CONNECTING;
+    if (!pscom_precon_connect(con))
+        pscom_con_fail(con, PSCOM_OP_CONNECT, PSCOM_ERR_CONNECTION_REFUSED);
+}
+
+static int con_settled(void *arg)
+{
+    pscom_con_t *con = arg;
+    return con->pub.state == PSCOM_CON_STATE_RW || con->pub.state >= PSCOM_CON_STATE_CLOSED;
+}
+
+PSCOM_API pscom_err_t pscom_connect(pscom_connection_t *connection, const char *ep_str, int flags)
+{
+    pscom_con_t *con = get_con(connection);
+    pscom_lock();
+    if (con->pub.state != PSCOM_CON_STATE_NO_RW) {
+        pscom_unlock();
+        return PSCOM_ERR_ALREADY;
+    }
+    char name[PSCOM_NAME_MAX];
+    if (pscom_ep_addr(ep_str, con->peer_addr, sizeof(con->peer_addr), name, sizeof(name)) != 0) {
+        pscom_log(1, "pscom_connect: malformed endpoint string '%s' (want ip:port@name)",
+                  ep_str ? ep_str : "(null)");
+        pscom_unlock();
+        return PSCOM_ERR_INVALID;
+    }
+    snprintf(con->peer_ep, sizeof(con->peer_ep), "%s", ep_str);
+    snprintf(con->peer_name, sizeof(con->peer_name), "%s", name);
+    pscom_con_set_name(con);
+    /* an incoming connection from that peer may have arrived before we knew its address */
+    con->pub.state = PSCOM_CON_STATE_ONDEMAND;
+    con->pub.transport = "ondemand";
+    if (flags & PSCOM_CON_FLAG_DIRECT) {
+        pscom_con_start_connect(con);
+        pscom_wait_until(con_settled, con);
+    }
+    pscom_err_t ret = con->pub.state == PSCOM_CON_STATE_RW || (flags & PSCOM_CON_FLAG_ONDEMAND &&
+                                                               con->pub.state < PSCOM_CON_STATE_CLOSED)
+                          ? PSCOM_SUCCESS
+                          : PSCOM_ERR_CONNECTION_REFUSED;
+    pscom_unlock();
+    return ret;
+}
+
+void pscom_con_established(pscom_con_t *con, const pscom_plugin_t *plugin, int fd)
+{
+    con->plugin = plugin;
+    con->rndv_threshold = pscom_plugin_rendezvous(plugin);
+    plugin->con_start(con, fd);
+    con->pub.transport = plugin->name;
+    con->pub.state = PSCOM_CON_STATE_RW;
+    pscom_stats.cons_opened++;
+    if (pscom_config.debug_contype)
+        pscom_log(0, "CONNECT %s to %s via %s", con->sock->pub.local_name, con->log_name,
+                  plugin->name);
+    else
+        PSCOM_LOG(3, "connected to %s via %s", con->log_name, plugin->name);
+    if (con->accepted_new && con->sock->pub.ops.con_accept) {
+        con->accepted_new = 0;
+        con->sock->pub.ops.con_accept(&con->pub);
+    }
+    if (!list_empty(&con->sendq) && con->pub.state == PSCOM_CON_STATE_RW)
+        con->ops->write_start(con);
+}
+
+void pscom_con_set_transport(pscom_con_t *con, const pscom_con_ops_t *ops, void *data)
+{
+    con->ops = ops;
+    con->tdata = data;
+}
+
+void *pscom_con_transport_data(pscom_con_t *con)
+{
+    return con->tdata;
+}
+
+int pscom_con_peer_pid(pscom_con_t *con)
+{
+    return con->peer_pid;
+}
+
+int pscom_con_peer_same_node(pscom_con_t *con)
+{
+    return con->peer_node == g.node_id;
+}
+
+const char *pscom_con_name(pscom_con_t *con)
+{
+    return con->log_name;
+}
+
+pscom_connection_t *pscom_con_pub(pscom_con_t *con)
+{
+    return &con->pub;
+}
+
+static void close_transport(pscom_con_t *con)
+{
+    if (con->ops && !con->closed) {
+        con->closed = 1;
+        con->ops->close(con);
+    }
+}
+
+/* The connection is unusable: fail what waits on it, tell the user once. */
+void pscom_con_fail(pscom_con_t *con, pscom_op_t op, pscom_err_t err)
+{
+    if (con->precon)
+        pscom_precon_destroy(con->precon);
+    close_transport(con);
+    con->pub.state = err == PSCOM_ERR_EOF ? PSCOM_CON_STATE_CLOSED : PSCOM_CON_STATE_ERROR;
+    if (err != PSCOM_ERR_EOF)
+        pscom_stats.cons_failed++;
+    pscom_con_fail_requests(con, err);
+    if (!con->error_reported) {
+        con->error_reported = 1;
+        if (con->sock->pub.ops.con_error)
+            con->sock->pub.ops.con_error(&con->pub, op, err);
+    }
+}
+
+void pscom_con_transport_failed(pscom_con_t *con, pscom_op_t op, pscom_err_t err,
+                                const char *why)
+{
+    if (con->eof_received || con->user_closed) {
+        /* the peer said goodbye first: an orderly close, nothing to report */
+        close_transport(con);
+        return;
+    }
+    if (con->pub.state >= PSCOM_CON_STATE_CLOSED)
+        return;
+    pscom_log(1, "connection to %s via %s lost: %s", con->log_name, con->pub.transport, why);
+    pscom_con_fail(con, op, err);
+}
+
+void pscom_con_free(pscom_con_t *con)
+{
+    if (con->precon)
+        pscom_precon_destroy(con->precon);
+    close_transport(con);
+    pscom_con_fail_requests(con, PSCOM_ERR_EOF);
+    pscom_con_drop_generated(con);
+    free(con->rs.hbuf);
+    list_del(&con->next);
+    con->magic = 0;
+    free(con);
+}
+
+static int sendq_empty(void *arg)
+{
+    pscom_con_t *con = arg;
+    return (list_empty(&con->sendq) && list_empty(&con->rndv_sends)) ||
+           con->pub.state != PSCOM_CON_STATE_RW;
+}
+
+PSCOM_API void pscom_close_connection(pscom_connection_t *connection)
+{
+    pscom_con_t *con = get_con(connection);
+    pscom_lock();
+    if (con->magic != CON_MAGIC)
+        pscom_fatal("pscom_close_connection: not a connection (%p)", (void *)connection);
+    con->user_closed = 1;
+    if (con->pub.state == PSCOM_CON_STATE_RW) {
+        pscom_send_ctrl(con, MSGTYPE_EOF, NULL, 0, NULL, 0);
+        con->eof_sent = 1;
+        pscom_wait_until(sendq_empty, con);
+    }
+    pscom_con_free(con);
+    pscom_unlock();
+}
+
+PSCOM_API void pscom_con_info(pscom_connection_t *connection, pscom_con_info_t *info)
+{
+    pscom_con_t *con = get_con(connection);
+    memset(info, 0, sizeof(*info));
+    snprintf(info->transport, sizeof(info->transport), "%s", con->pub.transport);
+    snprintf(info->peer_ep, sizeof(info->peer_ep), "%s", con->peer_ep);
+    snprintf(info->peer_name, sizeof(info->peer_name), "%s", con->peer_name);
+    snprintf(info->peer_host, sizeof(info->peer_host), "%s", con->peer_host);
+    info->peer_pid = con->peer_pid;
+    info->state = con->pub.state;
+}
+
+PSCOM_API const char *pscom_con_str(pscom_connection_t *connection)
+{
+    static __thread char buf[PSCOM_NAME_MAX + PSCOM_EP_STR_MAX + 64];
+    pscom_con_t *con = get_con(connection);
+    snprintf(buf, sizeof(buf), "%s via %s", con->log_name, con->pub.transport);
+    return buf;
+}

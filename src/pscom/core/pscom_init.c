@@ -1,0 +1,315 @@
+/* Library init and cleanup, core configuration rows, statistics and the SIGQUIT dump. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "pscom_priv.h"
+
+#ifndef PSCOM_VERSION_STR
+#define PSCOM_VERSION_STR "1.0.0"
+#endif
+
+pscom_global_t g = {
+    .lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
+    .sockets = LIST_HEAD_INIT(g.sockets),
+};
+pscom_config_t pscom_config;
+pscom_stats_t pscom_stats;
+
+/* PSP_RENDEZVOUS is a string row so that "unset" differs from any value; parsed below. */
+static const char *rendezvous_str;
+
+static const pscom_env_row_t core_env[] = {
+    {"PSP_DEBUG", "1", "Verbosity: 0 fatal, 1 errors, 2 warnings, 3 info, 4 debug, 5 verbose, 6 trace.",
+     PSCOM_ENV_INT, &pscom_config.debug, 0, 6},
+    {"PSP_DEBUG_OUT", "", "Write log lines to this file instead of stderr ($VARS expanded).",
+     PSCOM_ENV_STR, &pscom_config.debug_out, 0, 0},
+    {"PSP_DEBUG_CONTYPE", "0", "Print one line per connection: peers and transport.",
+     PSCOM_ENV_BOOL, &pscom_config.debug_contype, 0, 0},
+    {"PSP_DEBUG_STATS", "0", "Print counters when the library shuts down.", PSCOM_ENV_BOOL,
+     &pscom_config.debug_stats, 0, 0},
+    {"PSP_DEBUG_PARAM", "0", "Log configuration: 1 variables set in the environment, 2 all.",
+     PSCOM_ENV_INT, &pscom_config.debug_param, 0, 2},
+    {"PSP_SIGQUIT", "0", "On SIGQUIT, dump sockets, connections, requests and counters.",
+     PSCOM_ENV_BOOL, &pscom_config.sigquit, 0, 0},
+    {"PSP_RENDEZVOUS", "", "Eager/rendezvous threshold for every transport (bytes, inf = eager "
+     "only); PSP_<ARCH>_RENDEZVOUS overrides it per transport. Empty: transport defaults.",
+     PSCOM_ENV_STR, &rendezvous_str, 0, 0},
+    {"PSP_NETWORK", "", "Network (a.b.c.d or a.b.c.d/bits) whose interface address goes into "
+     "endpoint strings. Empty: the first non-loopback interface.",
+     PSCOM_ENV_STR, &pscom_config.network, 0, 0},
+    {"PSP_PLUGINDIR", "", "Directory searched first for libpscom4<name>.so plugins.",
+     PSCOM_ENV_STR, &pscom_config.plugindir, 0, 0},
+    {"PSP_SCHED_YIELD", "0", "Call sched_yield() while waiting (oversubscribed nodes).",
+     PSCOM_ENV_BOOL, &pscom_config.sched_yield, 0, 0},
+    {"PSP_SPIN_US", "50", "Busy-poll this long without progress before blocking (microseconds).",
+     PSCOM_ENV_UINT, &pscom_config.spin_us, 0, 0},
+    {"PSP_CONNECT_TIMEOUT", "30000", "Give up a connection attempt after this many ms.",
+     PSCOM_ENV_UINT, &pscom_config.connect_timeout_ms, 0, 0},
+    {"PSP_SHUTDOWN_TIMEOUT", "5000", "At exit, wait this long (ms) for peers to take our last data.",
+     PSCOM_ENV_UINT, &pscom_config.shutdown_timeout_ms, 0, 0},
+    {NULL, NULL, NULL, 0, NULL, 0, 0},
+};
+
+
+static void parse_rendezvous(void)
+{
+    static const pscom_env_row_t row[] = {
+        {"PSP_RENDEZVOUS", "inf", NULL, PSCOM_ENV_SIZE, &pscom_config.rendezvous, 0, 0},
+        {NULL, NULL, NULL, 0, NULL, 0, 0}};
+    pscom_config.rendezvous = SIZE_MAX;
+    if (pscom_env_is_set("PSP_RENDEZVOUS"))
+        pscom_env_parse_table(row);
+}
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* Processes may share memory when host, boot and IPC namespace are the same. */
+static uint64_t compute_node_id(void)
+{
+    uint64_t h = 1469598103934665603ULL;
+    h = fnv1a(h, g.hostname, strlen(g.hostname));
+    char boot[64] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(boot, sizeof(boot), f))
+            boot[0] = '\0';
+        fclose(f);
+    }
+    h = fnv1a(h, boot, strlen(boot));
+    struct stat st;
+    if (stat("/proc/self/ns/ipc", &st) == 0)
+        h = fnv1a(h, &st.st_ino, sizeof(st.st_ino));
+    return h;
+}
+
+static int parse_network(const char *s, uint32_t *net, uint32_t *mask, int *have_mask)
+{
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%s", s);
+    char *slash = strchr(buf, '/');
+    *have_mask = 0;
+    if (slash) {
+        *slash = '\0';
+        char *end;
+        long bits = strtol(slash + 1, &end, 10);
+        if (*end || bits < 0 || bits > 32)
+            return -1;
+        *mask = bits ? htonl(~0u << (32 - bits)) : 0;
+        *have_mask = 1;
+    }
+    struct in_addr a;
+    if (inet_pton(AF_INET, buf, &a) != 1)
+        return -1;
+    *net = a.s_addr;
+    return 0;
+}
+
+static void choose_ip(void)
+{
+    struct ifaddrs *ifs = NULL, *i;
+    uint32_t net = 0, mask = 0;
+    int have_mask = 0, want_net = 0;
+    g.ip = htonl(INADDR_LOOPBACK);
+    if (pscom_config.network && *pscom_config.network) {
+        if (parse_network(pscom_config.network, &net, &mask, &have_mask) == 0)
+            want_net = 1;
+        else
+            pscom_log(1, "warning: PSP_NETWORK='%s' is not a.b.c.d or a.b.c.d/bits; using the "
+                         "default interface", pscom_config.network);
+    }
+    if (getifaddrs(&ifs) != 0)
+        return;
+    int found = 0;
+    for (i = ifs; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
+            continue;
+        uint32_t a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+        if (want_net) {
+            uint32_t m = have_mask ? mask
+                                   : (i->ifa_netmask ? ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr
+                                                     : 0xffffffffu);
+            if ((a & m) == (net & m)) {
+                g.ip = a;
+                found = 1;
+                break;
+            }
+        } else if (!(i->ifa_flags & IFF_LOOPBACK)) {
+            g.ip = a;
+            found = 1;
+            break;
+        }
+    }
+    if (want_net && !found)
+        pscom_log(1, "warning: PSP_NETWORK='%s' matches no interface; using 127.0.0.1",
+                  pscom_config.network);
+    freeifaddrs(ifs);
+}
+
+static void sigquit_handler(int sig)
+{
+    (void)sig;
+    fprintf(stderr, "+++ SIGQUIT START (%s) +++\n", pscom_log_prefix_name());
+    pscom_dump_info(stderr);
+    fprintf(stderr, "+++ SIGQUIT END +++\n");
+}
+
+static void print_stats(void)
+{
+    pscom_stats_t *s = &pscom_stats;
+    pscom_log(0, "stats: sent %llu msgs %llu bytes, received %llu msgs %llu bytes, unexpected %llu",
+              (unsigned long long)s->msgs_sent, (unsigned long long)s->bytes_sent,
+              (unsigned long long)s->msgs_recv, (unsigned long long)s->bytes_recv,
+              (unsigned long long)s->eager_unexpected);
+    pscom_log(0, "stats: rendezvous sent %llu received %llu single-copy %llu software %llu",
+              (unsigned long long)s->rndv_sent, (unsigned long long)s->rndv_recv,
+              (unsigned long long)s->rndv_pull, (unsigned long long)s->rndv_sw_fallback);
+    pscom_log(0, "stats: connections opened %llu failed %llu garbage %llu, blocked waits %llu, "
+                 "shm ring full %llu doorbells %llu",
+              (unsigned long long)s->cons_opened, (unsigned long long)s->cons_failed,
+              (unsigned long long)s->garbage_cons, (unsigned long long)s->progress_blocks,
+              (unsigned long long)s->shm_ring_full, (unsigned long long)s->shm_doorbells);
+}
+
+static pscom_err_t init_common(int version, int threaded)
+{
+    if ((version >> 8) != PSCOM_VERSION_MAJOR || (version & 0xff) > PSCOM_VERSION_MINOR)
+        return PSCOM_ERR_UNSUPPORTED_VERSION;
+    pscom_lock();
+    if (threaded && !g.threaded)
+        g.threaded = 1; /* the lock is recursive and usable before this point */
+    if (g.initialized) {
+        pscom_unlock();
+        return PSCOM_SUCCESS;
+    }
+    g.pid = getpid();
+    if (gethostname(g.hostname, sizeof(g.hostname)) != 0)
+        strcpy(g.hostname, "localhost");
+    g.hostname[sizeof(g.hostname) - 1] = '\0';
+    g.node_id = compute_node_id();
+
+    pscom_env_register("pscom", core_env);
+    parse_rendezvous();
+    pscom_log_init();
+    choose_ip();
+    pscom_reactor_init();
+    pscom_plugins_init();
+    if (pscom_config.sigquit)
+        signal(SIGQUIT, sigquit_handler);
+    /* a peer that vanishes must not kill us with SIGPIPE */
+    signal(SIGPIPE, SIG_IGN);
+    g.initialized = 1;
+    atexit(pscom_cleanup);
+    pscom_unlock();
+    return PSCOM_SUCCESS;
+}
+
+PSCOM_API pscom_err_t pscom_init(int version)
+{
+    return init_common(version, 0);
+}
+
+PSCOM_API pscom_err_t pscom_init_thread(int version)
+{
+    return init_common(version, 1);
+}
+
+PSCOM_API void pscom_cleanup(void)
+{
+    pscom_lock();
+    if (!g.initialized) {
+        pscom_unlock();
+        return;
+    }
+    while (!list_empty(&g.sockets))
+        pscom_sock_close(list_entry(g.sockets.next, pscom_sock_t, next));
+    if (pscom_config.debug_stats)
+        print_stats();
+    pscom_plugins_destroy();
+    pscom_reactor_destroy();
+    g.initialized = 0;
+    pscom_unlock();
+}
+
+PSCOM_API const char *pscom_version_str(void)
+{
+    return PSCOM_VERSION_STR;
+}
+
+PSCOM_API const char *pscom_err_str(pscom_err_t err)
+{
+    switch (err) {
+    case PSCOM_SUCCESS: return "success";
+    case PSCOM_ERR_STDERROR: return strerror(errno);
+    case PSCOM_ERR_INVALID: return "invalid argument";
+    case PSCOM_ERR_ALREADY: return "already done";
+    case PSCOM_NOT_IMPLEMENTED: return "not implemented";
+    case PSCOM_ERR_EOF: return "connection closed by peer";
+    case PSCOM_ERR_IOERROR: return "connection broken (peer died?)";
+    case PSCOM_ERR_UNSUPPORTED_VERSION: return "unsupported version";
+    case PSCOM_ERR_CONNECTION_REFUSED: return "connection refused";
+    case PSCOM_ERR_PROTOCOL: return "protocol error (malformed message)";
+    case PSCOM_ERR_NOMEM: return "out of memory";
+    }
+    return "unknown error";
+}
+
+static const char *con_state_str(pscom_con_state_t s)
+{
+    static const char *names[] = {"no_rw", "ondemand", "connecting", "accepting",
+                                  "rw",    "closing",  "closed",     "error"};
+    return (unsigned)s < 8 ? names[s] : "?";
+}
+
+static int count(list_head_t *h)
+{
+    int n = 0;
+    list_head_t *p;
+    list_for_each(p, h) n++;
+    return n;
+}
+
+PSCOM_API void pscom_dump_info(FILE *out)
+{
+    list_head_t *ps, *pc;
+    fprintf(out, "pscom %s pid %d host %s\n", PSCOM_VERSION_STR, g.pid, g.hostname);
+    list_for_each(ps, &g.sockets)
+    {
+        pscom_sock_t *sock = list_entry(ps, pscom_sock_t, next);
+        fprintf(out, "socket %s ep %s: %d connections, %d any-source receives, %d unexpected\n",
+                sock->pub.local_name, sock->ep[0] ? sock->ep : "-", count(&sock->cons),
+                count(&sock->recvq_any), count(&sock->genq_any));
+        list_for_each(pc, &sock->cons)
+        {
+            pscom_con_t *con = list_entry(pc, pscom_con_t, next);
+            fprintf(out, "  con %s state %s: %d sends, %d receives, %d unexpected, %d rndv "
+                         "sends, %d rndv receives\n",
+                    con->log_name, con_state_str(con->pub.state), count(&con->sendq),
+                    count(&con->recvq), count(&con->genq), count(&con->rndv_sends),
+                    count(&con->rndv_recvs));
+        }
+    }
+    pscom_stats_t *s = &pscom_stats;
+    fprintf(out, "counters: sent %llu/%llu B, recv %llu/%llu B, unexpected %llu, rndv %llu/%llu, "
+                 "pull %llu, sw %llu, cons %llu failed %llu, blocks %llu\n",
+            (unsigned long long)s->msgs_sent, (unsigned long long)s->bytes_sent,
+            (unsigned long long)s->msgs_recv, (unsigned long long)s->bytes_recv,
+            (unsigned long long)s->eager_unexpected, (unsigned long long)s->rndv_sent,
+            (unsigned long long)s->rndv_recv, (unsigned long long)s->rndv_pull,
+            (unsigned long long)s->rndv_sw_fallback, (unsigned long long)s->cons_opened,
+            (unsigned long long)s->cons_failed, (unsigned long long)s->progress_blocks);
+}

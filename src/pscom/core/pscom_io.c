@@ -1,0 +1,785 @@
+/*
+ * Messages: send queues, the receive parser that transports feed, matching against posted
+ * receives, generated requests for unexpected messages, probe, cancel and waiting.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "pscom_priv.h"
+
+#define RQ_IOV_READY 0x10 /* send: iov prepared (eager/rendezvous decided) */
+#define RQ_RNDV_WAIT 0x20 /* send: rendezvous request; completes on FIN or after the push */
+#define RQ_PUSH      0x40 /* send: pushing rendezvous data; completes when written */
+
+static inline void set_header(pscom_header_net_t *h, uint8_t type, size_t xlen, uint64_t dlen)
+{
+    h->data_len = dlen;
+    h->xheader_len = (uint16_t)xlen;
+    h->msg_type = type;
+    h->version = PSCOM_WIRE_VERSION;
+    h->reserved = 0;
+}
+
+void pscom_req_complete(pscom_req_t *req)
+{
+    req->pub.state |= PSCOM_REQ_STATE_IO_DONE | PSCOM_REQ_STATE_DONE;
+    if (req->flags & RQ_INTERNAL) {
+        pscom_req_release(req);
+        return;
+    }
+    if (req->pub.ops.io_done)
+        req->pub.ops.io_done(&req->pub); /* may free req */
+}
+
+static void req_fail(pscom_req_t *req, int canceled)
+{
+    req->pub.state |= canceled ? PSCOM_REQ_STATE_CANCELED : PSCOM_REQ_STATE_ERROR;
+    pscom_req_complete(req);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Sending */
+
+static void kick_write(pscom_con_t *con)
+{
+    /* transports call back into core (completions, user callbacks that send again):
+       the outer call keeps writing, nested ones only queue */
+    static __thread int depth;
+    if (depth || con->closed || !con->ops)
+        return;
+    depth++;
+    con->ops->write_start(con);
+    depth--;
+}
+
+void pscom_con_queue_send(pscom_con_t *con, pscom_req_t *req)
+{
+    switch (con->pub.state) {
+    case PSCOM_CON_STATE_RW:
+        list_add_tail(&req->q, &con->sendq);
+        kick_write(con);
+        return;
+    case PSCOM_CON_STATE_ONDEMAND:
+        list_add_tail(&req->q, &con->sendq);
+        pscom_con_start_connect(con);
+        return;
+    case PSCOM_CON_STATE_CONNECTING:
+    case PSCOM_CON_STATE_ACCEPTING:
+        list_add_tail(&req->q, &con->sendq);
+        return;
+    default:
+        /* closed by the peer: pscom's own messages may still go while the transport lives */
+        if ((req->flags & RQ_INTERNAL) && con->ops && !con->closed) {
+            list_add_tail(&req->q, &con->sendq);
+            kick_write(con);
+            return;
+        }
+        req_fail(req, 0);
+    }
+}
+
+PSCOM_API void pscom_post_send(pscom_request_t *pub)
+{
+    pscom_req_t *req = get_req(pub);
+    pscom_lock();
+    if (unlikely(req->magic != REQ_MAGIC || !pub->connection ||
+                 get_con(pub->connection)->magic != CON_MAGIC))
+        pscom_fatal("pscom_post_send: bad request or connection (%p)", (void *)pub);
+    if (unlikely(pub->xheader_len > pub->max_xheader_len || pub->data_len > PSCOM_DATA_LEN_MAX))
+        pscom_fatal("pscom_post_send: xheader_len %zu > max %zu or data_len %zu too large",
+                    pub->xheader_len, pub->max_xheader_len, pub->data_len);
+    pub->state = PSCOM_REQ_STATE_SEND | PSCOM_REQ_STATE_POSTED;
+    req->flags &= RQ_INTERNAL;
+    set_header(&pub->header, MSGTYPE_USER, pub->xheader_len, pub->data_len);
+    pscom_con_queue_send(get_con(pub->connection), req);
+    pscom_unlock();
+}
+
+/* Decide eager or rendezvous once the transport (and so the threshold) is known. */
+static void prepare_iov(pscom_con_t *con, pscom_req_t *req)
+{
+    req->flags |= RQ_IOV_READY;
+    if (!(req->flags & RQ_INTERNAL) && req->pub.data_len >= con->rndv_threshold &&
+        req->pub.data_len > 0) {
+        pscom_rndv_prepare_send(con, req);
+        req->flags |= RQ_RNDV_WAIT;
+        return;
+    }
+    req->iov[0].iov_len = 0;
+    req->iov[1].iov_base = &req->pub.header;
+    req->iov[1].iov_len = HDR_SIZE + req->pub.header.xheader_len;
+    req->iov[2].iov_base = req->pub.data;
+    req->iov[2].iov_len = req->pub.header.data_len;
+}
+
+int pscom_write_get_iov(pscom_con_t *con, struct iovec iov[3])
+{
+    if (list_empty(&con->sendq))
+        return 0;
+    pscom_req_t *req = list_entry(con->sendq.next, pscom_req_t, q);
+    if (unlikely(!(req->flags & RQ_IOV_READY)))
+        prepare_iov(con, req);
+    int n = 0;
+    for (int i = 0; i < 3; i++)
+        if (req->iov[i].iov_len)
+            iov[n++] = req->iov[i];
+    if (n == 0) { /* cannot happen: every message has a header */
+        iov[0] = req->iov[1];
+        n = 1;
+    }
+    return n;
+}
+
+int pscom_write_pending(pscom_con_t *con)
+{
+    return !list_empty(&con->sendq);
+}
+
+void pscom_write_done(pscom_con_t *con, size_t len)
+{
+    pscom_req_t *req = list_entry(con->sendq.next, pscom_req_t, q);
+    pscom_stats.bytes_sent += len;
+    for (int i = 0; i < 3 && len; i++) {
+        size_t n = req->iov[i].iov_len < len ? req->iov[i].iov_len : len;
+        req->iov[i].iov_base = (char *)req->iov[i].iov_base + n;
+        req->iov[i].iov_len -= n;
+        len -= n;
+    }
+    if (req->iov[0].iov_len | req->iov[1].iov_len | req->iov[2].iov_len)
+        return;
+    list_del(&req->q);
+    pscom_stats.msgs_sent++;
+    if (req->flags & RQ_RNDV_WAIT)
+        return; /* waits in con->rndv_sends */
+    pscom_req_complete(req);
+}
+
+pscom_req_t *pscom_req_create_internal(size_t xheader_len, size_t data_len)
+{
+    pscom_req_t *req = pscom_req_alloc(xheader_len, data_len);
+    if (!req)
+        pscom_fatal("out of memory for a %zu byte control message", data_len);
+    req->flags = RQ_INTERNAL;
+    req->pub.data = req->pub.user;
+    req->pub.data_len = data_len;
+    req->pub.xheader_len = xheader_len;
+    req->pub.state = PSCOM_REQ_STATE_SEND | PSCOM_REQ_STATE_POSTED;
+    return req;
+}
+
+void pscom_send_ctrl(pscom_con_t *con, uint8_t type, const void *xh, size_t xlen,
+                     const void *data, size_t dlen)
+{
+    pscom_req_t *req = pscom_req_create_internal(xlen, dlen);
+    if (xlen)
+        memcpy(req->pub.xheader, xh, xlen);
+    if (dlen)
+        memcpy(req->pub.data, data, dlen);
+    set_header(&req->pub.header, type, xlen, dlen);
+    pscom_con_queue_send(con, req);
+}
+
+PSCOM_API void pscom_send(pscom_connection_t *connection, const void *xheader,
+                          size_t xheader_len, const void *data, size_t data_len)
+{
+    pscom_lock();
+    if (xheader_len > PSCOM_XHEADER_MAX)
+        pscom_fatal("pscom_send: xheader_len %zu > %d", xheader_len, PSCOM_XHEADER_MAX);
+    pscom_con_t *con = get_con(connection);
+    pscom_req_t *req = pscom_req_create_internal(xheader_len, data_len);
+    if (xheader_len)
+        memcpy(req->pub.xheader, xheader, xheader_len);
+    if (data_len)
+        memcpy(req->pub.data, data, data_len);
+    set_header(&req->pub.header, MSGTYPE_USER, xheader_len, data_len);
+    /* user data: may go by rendezvous, so it is not flagged internal for prepare_iov; the
+       buffer lives in the request, which frees itself */
+    req->flags = RQ_INTERNAL;
+    pscom_con_queue_send(con, req);
+    pscom_unlock();
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Receiving: matching */
+
+static inline int accepts(pscom_req_t *req, pscom_con_t *con, pscom_header_net_t *hdr)
+{
+    return !req->pub.ops.recv_accept || req->pub.ops.recv_accept(&req->pub, &con->pub, hdr);
+}
+
+static pscom_req_t *first_accepting(list_head_t *q, pscom_con_t *con, pscom_header_net_t *hdr)
+{
+    list_head_t *p;
+    list_for_each(p, q)
+    {
+        pscom_req_t *req = list_entry(p, pscom_req_t, q);
+        if (accepts(req, con, hdr))
+            return req;
+    }
+    return NULL;
+}
+
+/* Copy the header and as much xheader as fits into the receive request. */
+static void take_header(pscom_req_t *req, pscom_con_t *con, const pscom_header_net_t *hdr)
+{
+    size_t xlen = hdr->xheader_len;
+    if (xlen > req->pub.max_xheader_len) {
+        xlen = req->pub.max_xheader_len;
+        req->pub.state |= PSCOM_REQ_STATE_TRUNCATED;
+    }
+    req->pub.header = *hdr;
+    req->pub.header.xheader_len = (uint16_t)xlen;
+    memcpy(req->pub.xheader, pscom_header_xheader(hdr), xlen);
+    req->pub.xheader_len = xlen;
+    req->pub.connection = &con->pub;
+}
+
+/* The request that takes a message: posted (con or any, earliest posted first), the socket's
+   default_recv hook, or a new generated request. */
+static pscom_req_t *find_recv_req(pscom_con_t *con, pscom_header_net_t *hdr, int rndv)
+{
+    pscom_req_t *a = list_empty(&con->recvq) ? NULL : first_accepting(&con->recvq, con, hdr);
+    pscom_req_t *b = list_empty(&con->sock->recvq_any)
+                         ? NULL
+                         : first_accepting(&con->sock->recvq_any, con, hdr);
+    pscom_req_t *req = (a && b) ? (a->seq < b->seq ? a : b) : (a ? a : b);
+    if (req) {
+        list_del(&req->q);
+        req->pub.state |= PSCOM_REQ_STATE_IO_STARTED;
+        take_header(req, con, hdr);
+        return req;
+    }
+    if (con->sock->pub.ops.default_recv) {
+        pscom_request_t *r = con->sock->pub.ops.default_recv(&con->pub, hdr);
+        if (r) {
+            req = get_req(r);
+            req->flags = 0;
+            req->pub.state = PSCOM_REQ_STATE_RECV | PSCOM_REQ_STATE_POSTED |
+                             PSCOM_REQ_STATE_IO_STARTED;
+            take_header(req, con, hdr);
+            return req;
+        }
+    }
+    /* unexpected: keep it in arrival order until a receive or probe asks */
+    req = pscom_req_alloc(hdr->xheader_len, 0);
+    if (!req)
+        return NULL;
+    req->pub.state = PSCOM_REQ_STATE_RECV | PSCOM_REQ_STATE_GRECV | PSCOM_REQ_STATE_IO_STARTED;
+    take_header(req, con, hdr);
+    req->pub.data_len = 0;
+    if (!rndv && hdr->data_len) {
+        req->pub.data = malloc(hdr->data_len);
+        if (req->pub.data)
+            req->pub.data_len = hdr->data_len;
+        else
+            req->pub.state |= PSCOM_REQ_STATE_ERROR;
+    }
+    list_add_tail(&req->q, &con->genq);
+    list_add_tail(&req->q_any, &con->sock->genq_any);
+    pscom_stats.eager_unexpected++;
+    return req;
+}
+
+static void free_generated(pscom_req_t *gen)
+{
+    free(gen->pub.data);
+    pscom_req_release(gen);
+}
+
+/* A generated request's data is complete (or failed): hand it to its receive, if any. */
+static void gen_finish_merge(pscom_req_t *gen, pscom_req_t *req)
+{
+    size_t n = gen->pub.data_len;
+    if (n > req->pub.data_len) {
+        n = req->pub.data_len;
+        req->pub.state |= PSCOM_REQ_STATE_TRUNCATED;
+    }
+    if (n)
+        memcpy(req->pub.data, gen->pub.data, n);
+    req->pub.data_len = n;
+    req->pub.state |= gen->pub.state & (PSCOM_REQ_STATE_ERROR | PSCOM_REQ_STATE_TRUNCATED);
+    free_generated(gen);
+    pscom_req_complete(req);
+}
+
+static void recv_done(pscom_req_t *req)
+{
+    pscom_stats.msgs_recv++;
+    if (req->pub.state & PSCOM_REQ_STATE_GRECV) {
+        req->pub.state |= PSCOM_REQ_STATE_IO_DONE;
+        if (req->partner)
+            gen_finish_merge(req, req->partner);
+        return;
+    }
+    pscom_req_complete(req);
+}
+
+/* Data of the current message goes to req (NULL: discard). */
+static void start_data(pscom_con_t *con, pscom_req_t *req, uint64_t data_len)
+{
+    recv_state_t *rs = &con->rs;
+    rs->req = req;
+    rs->data_left = data_len;
+    rs->dst = req ? req->pub.data : NULL;
+    rs->dst_left = 0;
+    if (req) {
+        uint64_t room = req->pub.data_len;
+        if (data_len > room)
+            req->pub.state |= PSCOM_REQ_STATE_TRUNCATED;
+        rs->dst_left = data_len < room ? data_len : room;
+        req->pub.data_len = rs->dst_left;
+    }
+    pscom_stats.bytes_recv += data_len;
+    if (!data_len) {
+        rs->req = NULL;
+        if (req)
+            recv_done(req);
+    }
+}
+
+pscom_req_t *pscom_recv_match(pscom_con_t *con, pscom_header_net_t *hdr, int rndv)
+{
+    return find_recv_req(con, hdr, rndv);
+}
+
+static int protocol_error(pscom_con_t *con, const char *what, const pscom_header_net_t *h)
+{
+    pscom_log(1, "malformed message from %s: %s (type %u, version 0x%x, xheader %u, data %llu); "
+                 "closing the connection",
+              con->log_name, what, h->msg_type, h->version, h->xheader_len,
+              (unsigned long long)h->data_len);
+    pscom_con_fail(con, PSCOM_OP_READ, PSCOM_ERR_PROTOCOL);
+    return -1;
+}
+
+static int check_header(pscom_con_t *con, const pscom_header_net_t *h)
+{
+    if (unlikely(h->version != PSCOM_WIRE_VERSION))
+        return protocol_error(con, "wrong wire version", h);
+    if (unlikely(h->msg_type >= MSGTYPE_COUNT || h->reserved))
+        return protocol_error(con, "unknown message type", h);
+    if (unlikely(h->xheader_len > WIRE_XHEADER_MAX || h->data_len > PSCOM_DATA_LEN_MAX))
+        return protocol_error(con, "length out of range", h);
+    return 0;
+}
+
+static int dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
+{
+    switch (hdr->msg_type) {
+    case MSGTYPE_USER:
+        if (unlikely(hdr->xheader_len > PSCOM_XHEADER_MAX))
+            return protocol_error(con, "user header too long", hdr);
+        start_data(con, find_recv_req(con, hdr, 0), hdr->data_len);
+        return 0;
+    case MSGTYPE_EOF:
+        con->eof_received = 1;
+        if (con->pub.state == PSCOM_CON_STATE_RW) {
+            PSCOM_LOG(3, "%s closed the connection", con->log_name);
+            con->pub.state = PSCOM_CON_STATE_CLOSED;
+            /* receives posted on this connection can never be satisfied now */
+            list_head_t q = LIST_HEAD_INIT(q), *p, *t;
+            list_for_each_safe(p, t, &con->recvq)
+            {
+                list_del(p);
+                list_add_tail(p, &q);
+            }
+            list_for_each_safe(p, t, &q)
+            {
+                list_del(p);
+                req_fail(list_entry(p, pscom_req_t, q), 0);
+            }
+        }
+        start_data(con, NULL, hdr->data_len);
+        return 0;
+    default: {
+        pscom_req_t *req = pscom_rndv_dispatch(con, hdr);
+        if (req == (pscom_req_t *)-1)
+            return protocol_error(con, "bad rendezvous message", hdr);
+        start_data(con, req, hdr->data_len);
+        return 0;
+    }
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Receiving: the parser that transports feed */
+
+static void data_done(pscom_con_t *con)
+{
+    pscom_req_t *req = con->rs.req;
+    con->rs.req = NULL;
+    if (req)
+        recv_done(req);
+}
+
+void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
+{
+    const char *p = buf;
+    recv_state_t *rs = &con->rs;
+    while (len) {
+        if (rs->data_left) {
+            size_t n = len < rs->data_left ? len : rs->data_left;
+            if (rs->dst_left) {
+                size_t c = n < rs->dst_left ? n : rs->dst_left;
+                memcpy(rs->dst, p, c);
+                rs->dst += c;
+                rs->dst_left -= c;
+            }
+            p += n;
+            len -= n;
+            rs->data_left -= n;
+            if (!rs->data_left)
+                data_done(con);
+            continue;
+        }
+        /* fast path: a whole, aligned header in the buffer */
+        if (rs->hlen == 0 && len >= HDR_SIZE && !((uintptr_t)p & 7)) {
+            pscom_header_net_t *h = (pscom_header_net_t *)p;
+            if (check_header(con, h))
+                return;
+            size_t need = HDR_SIZE + h->xheader_len;
+            if (len >= need) {
+                p += need;
+                len -= need;
+                if (dispatch(con, h))
+                    return;
+                if (con->pub.state == PSCOM_CON_STATE_ERROR)
+                    return;
+                continue;
+            }
+        }
+        /* slow path: assemble the header */
+        if (!rs->hbuf) {
+            rs->hbuf = aligned_alloc(16, HDR_SIZE + WIRE_XHEADER_MAX);
+            if (!rs->hbuf)
+                pscom_fatal("out of memory");
+        }
+        pscom_header_net_t *h = (pscom_header_net_t *)rs->hbuf;
+        size_t need = rs->hlen >= HDR_SIZE ? HDR_SIZE + h->xheader_len : HDR_SIZE;
+        size_t c = need - rs->hlen < len ? need - rs->hlen : len;
+        memcpy(rs->hbuf + rs->hlen, p, c);
+        rs->hlen += c;
+        p += c;
+        len -= c;
+        if (rs->hlen == HDR_SIZE) {
+            if (check_header(con, h))
+                return;
+            need = HDR_SIZE + h->xheader_len;
+        }
+        if (rs->hlen == need) {
+            rs->hlen = 0;
+            if (dispatch(con, h) || con->pub.state == PSCOM_CON_STATE_ERROR)
+                return;
+        }
+    }
+}
+
+size_t pscom_read_direct_buf(pscom_con_t *con, void **buf)
+{
+    recv_state_t *rs = &con->rs;
+    if (!rs->data_left || !rs->dst_left)
+        return 0;
+    *buf = rs->dst;
+    return rs->dst_left;
+}
+
+void pscom_read_direct_done(pscom_con_t *con, size_t len)
+{
+    recv_state_t *rs = &con->rs;
+    rs->dst += len;
+    rs->dst_left -= len;
+    rs->data_left -= len;
+    if (!rs->data_left)
+        data_done(con);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Posting receives, probe, cancel */
+
+/* A receive takes over a generated request. */
+static void merge(pscom_req_t *req, pscom_req_t *gen)
+{
+    pscom_con_t *con = get_con(gen->pub.connection);
+    list_del(&gen->q);
+    list_del(&gen->q_any);
+    req->pub.state |= PSCOM_REQ_STATE_IO_STARTED | PSCOM_REQ_STATE_MERGED;
+    take_header(req, con, &gen->pub.header);
+    memcpy(req->pub.xheader, gen->pub.xheader,
+           gen->pub.xheader_len < req->pub.max_xheader_len ? gen->pub.xheader_len
+                                                           : req->pub.max_xheader_len);
+    if (gen->pub.state & PSCOM_REQ_STATE_RENDEZVOUS) {
+        req->rndv_addr = gen->rndv_addr;
+        req->rndv_len = gen->rndv_len;
+        req->rndv_send_id = gen->rndv_send_id;
+        req->pub.state |= PSCOM_REQ_STATE_RENDEZVOUS;
+        int failed = gen->pub.state & PSCOM_REQ_STATE_ERROR;
+        free_generated(gen);
+        if (failed)
+            req_fail(req, 0);
+        else
+            pscom_rndv_start_pull(con, req);
+    } else if (gen->pub.state & PSCOM_REQ_STATE_IO_DONE) {
+        gen_finish_merge(gen, req);
+    } else if (gen->pub.state & PSCOM_REQ_STATE_ERROR) {
+        free_generated(gen);
+        req_fail(req, 0);
+    } else {
+        gen->partner = req; /* still arriving */
+    }
+}
+
+static pscom_req_t *find_generated(pscom_req_t *req)
+{
+    list_head_t *p;
+    if (req->pub.connection) {
+        pscom_con_t *con = get_con(req->pub.connection);
+        list_for_each(p, &con->genq)
+        {
+            pscom_req_t *gen = list_entry(p, pscom_req_t, q);
+            if (accepts(req, con, &gen->pub.header))
+                return gen;
+        }
+    } else {
+        list_for_each(p, &get_sock(req->pub.socket)->genq_any)
+        {
+            pscom_req_t *gen = list_entry(p, pscom_req_t, q_any);
+            if (accepts(req, get_con(gen->pub.connection), &gen->pub.header))
+                return gen;
+        }
+    }
+    return NULL;
+}
+
+PSCOM_API void pscom_post_recv(pscom_request_t *pub)
+{
+    pscom_req_t *req = get_req(pub);
+    pscom_lock();
+    if (unlikely(req->magic != REQ_MAGIC || (!pub->connection && !pub->socket)))
+        pscom_fatal("pscom_post_recv: bad request or neither connection nor socket (%p)",
+                    (void *)pub);
+    pub->state = PSCOM_REQ_STATE_RECV | PSCOM_REQ_STATE_POSTED;
+    req->flags = 0;
+    req->partner = NULL;
+    pscom_req_t *gen = find_generated(req);
+    if (gen) {
+        merge(req, gen);
+    } else if (pub->connection) {
+        pscom_con_t *con = get_con(pub->connection);
+        if (con->pub.state >= PSCOM_CON_STATE_CLOSED) {
+            req_fail(req, 0);
+        } else {
+            req->seq = ++g.recv_seq;
+            list_add_tail(&req->q, &con->recvq);
+        }
+    } else {
+        req->seq = ++g.recv_seq;
+        list_add_tail(&req->q, &get_sock(pub->socket)->recvq_any);
+    }
+    pscom_unlock();
+}
+
+PSCOM_API int pscom_iprobe(pscom_request_t *pub)
+{
+    pscom_req_t *req = get_req(pub);
+    pscom_lock();
+    pscom_progress_poll();
+    pscom_req_t *gen = find_generated(req);
+    if (gen) {
+        pscom_con_t *con = get_con(gen->pub.connection);
+        unsigned int state = pub->state;
+        take_header(req, con, &gen->pub.header);
+        memcpy(pub->xheader, gen->pub.xheader,
+               gen->pub.xheader_len < pub->max_xheader_len ? gen->pub.xheader_len
+                                                          : pub->max_xheader_len);
+        pub->state = state; /* probing changes no state */
+        pub->data_len = gen->pub.header.data_len;
+    }
+    pscom_unlock();
+    return gen != NULL;
+}
+
+PSCOM_API void pscom_probe(pscom_request_t *pub)
+{
+    while (!pscom_iprobe(pub))
+        pscom_progress(1);
+}
+
+PSCOM_API int pscom_cancel_recv(pscom_request_t *pub)
+{
+    pscom_req_t *req = get_req(pub);
+    int done = 0;
+    pscom_lock();
+    if ((pub->state & (PSCOM_REQ_STATE_RECV | PSCOM_REQ_STATE_POSTED)) ==
+            (PSCOM_REQ_STATE_RECV | PSCOM_REQ_STATE_POSTED) &&
+        !(pub->state & (PSCOM_REQ_STATE_IO_STARTED | PSCOM_REQ_STATE_DONE)) &&
+        list_linked(&req->q)) {
+        list_del(&req->q);
+        req_fail(req, 1);
+        done = 1;
+    }
+    pscom_unlock();
+    return done;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Failing a connection's requests */
+
+static void move_all(list_head_t *from, list_head_t *to, size_t link_offset)
+{
+    (void)link_offset;
+    while (!list_empty(from)) {
+        list_head_t *p = from->next;
+        list_del(p);
+        list_add_tail(p, to);
+    }
+}
+
+void pscom_con_fail_requests(pscom_con_t *con, pscom_err_t err)
+{
+    (void)err;
+    list_head_t sends = LIST_HEAD_INIT(sends), recvs = LIST_HEAD_INIT(recvs);
+    list_head_t rsends = LIST_HEAD_INIT(rsends), rrecvs = LIST_HEAD_INIT(rrecvs), *p;
+    move_all(&con->sendq, &sends, 0);
+    move_all(&con->recvq, &recvs, 0);
+    move_all(&con->rndv_sends, &rsends, 0);
+    move_all(&con->rndv_recvs, &rrecvs, 0);
+
+    /* the message being received: a receive fails; a generated one is marked */
+    pscom_req_t *cur = con->rs.req;
+    con->rs.req = NULL;
+    con->rs.data_left = con->rs.dst_left = 0;
+    con->rs.hlen = 0;
+    list_for_each(p, &con->genq)
+    {
+        pscom_req_t *gen = list_entry(p, pscom_req_t, q);
+        if (!(gen->pub.state & PSCOM_REQ_STATE_IO_DONE))
+            gen->pub.state |= PSCOM_REQ_STATE_ERROR;
+    }
+
+    while (!list_empty(&sends)) {
+        pscom_req_t *r = list_entry(sends.next, pscom_req_t, q);
+        list_del(&r->q);
+        if (r->flags & RQ_RNDV_WAIT)
+            list_del(&r->q_rndv);
+        req_fail(r, 0);
+    }
+    while (!list_empty(&rsends)) {
+        pscom_req_t *r = list_entry(rsends.next, pscom_req_t, q_rndv);
+        list_del(&r->q_rndv);
+        req_fail(r, 0);
+    }
+    while (!list_empty(&recvs)) {
+        pscom_req_t *r = list_entry(recvs.next, pscom_req_t, q);
+        list_del(&r->q);
+        req_fail(r, 0);
+    }
+    while (!list_empty(&rrecvs)) {
+        pscom_req_t *r = list_entry(rrecvs.next, pscom_req_t, q_rndv);
+        list_del(&r->q_rndv);
+        req_fail(r, 0);
+    }
+    if (cur) {
+        if (cur->pub.state & PSCOM_REQ_STATE_GRECV) {
+            cur->pub.state |= PSCOM_REQ_STATE_ERROR | PSCOM_REQ_STATE_IO_DONE;
+            if (cur->partner)
+                gen_finish_merge(cur, cur->partner);
+        } else {
+            req_fail(cur, 0);
+        }
+    }
+}
+
+/* Generated requests left when a socket's connection goes away. */
+void pscom_con_drop_generated(pscom_con_t *con)
+{
+    while (!list_empty(&con->genq)) {
+        pscom_req_t *gen = list_entry(con->genq.next, pscom_req_t, q);
+        list_del(&gen->q);
+        list_del(&gen->q_any);
+        if (gen->partner)
+            req_fail(gen->partner, 0);
+        free_generated(gen);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Waiting */
+
+static int req_done(void *arg)
+{
+    return (((pscom_request_t *)arg)->state & PSCOM_REQ_STATE_DONE) != 0;
+}
+
+PSCOM_API void pscom_wait(pscom_request_t *pub)
+{
+    pscom_lock();
+    pscom_wait_until(req_done, pub);
+    pscom_unlock();
+}
+
+static int all_done(void *arg)
+{
+    for (pscom_request_t **r = arg; *r; r++)
+        if (!((*r)->state & PSCOM_REQ_STATE_DONE))
+            return 0;
+    return 1;
+}
+
+PSCOM_API void pscom_wait_all(pscom_request_t **reqs)
+{
+    pscom_lock();
+    pscom_wait_until(all_done, reqs);
+    pscom_unlock();
+}
+
+static int any_done(void *arg)
+{
+    for (pscom_request_t **r = arg; *r; r++)
+        if ((*r)->state & PSCOM_REQ_STATE_DONE)
+            return 1;
+    return 0;
+}
+
+PSCOM_API int pscom_wait_any(pscom_request_t **reqs)
+{
+    pscom_lock();
+    pscom_wait_until(any_done, reqs);
+    pscom_unlock();
+    for (int i = 0; reqs[i]; i++)
+        if (reqs[i]->state & PSCOM_REQ_STATE_DONE)
+            return i;
+    return -1;
+}
+
+PSCOM_API int pscom_test(pscom_request_t *pub)
+{
+    if (pub->state & PSCOM_REQ_STATE_DONE)
+        return 1;
+    pscom_lock();
+    pscom_progress_poll();
+    pscom_unlock();
+    return (pub->state & PSCOM_REQ_STATE_DONE) != 0;
+}
+
+PSCOM_API pscom_err_t pscom_recv(pscom_connection_t *con, pscom_socket_t *socket, void *xheader,
+                                 size_t xheader_len, void *data, size_t data_len,
+                                 pscom_connection_t **con_out)
+{
+    pscom_request_t *req = pscom_request_create(xheader_len, 0);
+    if (!req)
+        return PSCOM_ERR_NOMEM;
+    req->connection = con;
+    req->socket = con ? con->socket : socket;
+    req->data = data;
+    req->data_len = data_len;
+    pscom_post_recv(req);
+    pscom_wait(req);
+    if (xheader_len)
+        memcpy(xheader, req->xheader, req->xheader_len);
+    pscom_err_t ret = pscom_req_successful(req)                        ? PSCOM_SUCCESS
+                      : (req->state & PSCOM_REQ_STATE_TRUNCATED) ? PSCOM_ERR_INVALID
+                                                                 : PSCOM_ERR_IOERROR;
+    if (con_out)
+        *con_out = req->connection;
+    pscom_request_free(req);
+    return ret;
+}

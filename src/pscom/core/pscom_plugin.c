@@ -1,0 +1,252 @@
+/*
+ * Plugin registry: built-in transports plus libpscom4<name>.so loaded with dlopen from
+ * PSP_PLUGINDIR, then the directory libpscom itself was loaded from. Each plugin gets two
+ * generated configuration rows, PSP_<NAME> (0 = off, N = user priority) and
+ * PSP_<NAME>_RENDEZVOUS, next to its own rows.
+ */
+#include <ctype.h>
+#include <dlfcn.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pscom_priv.h"
+
+extern const pscom_plugin_t pscom_plugin_shm;
+extern const pscom_plugin_t pscom_plugin_tcp;
+
+static const pscom_plugin_t *const builtin[] = {&pscom_plugin_shm, &pscom_plugin_tcp};
+/* transports that live in their own library, loaded when present */
+static const char *const loadable[] = {"ucp", "gw"};
+
+#define MAX_PLUGINS 8
+
+typedef struct plugin_slot {
+    char name[16];
+    const pscom_plugin_t *plugin; /* NULL if not loaded */
+    void *dl;
+    int user_prio;
+    size_t rendezvous;
+    int available;
+    char status[160];
+    char var_prio[32], var_rndv[48], help_prio[96], help_rndv[128], deflt_rndv[32];
+    pscom_env_row_t rows[3];
+} plugin_slot_t;
+
+static plugin_slot_t slots[MAX_PLUGINS];
+static int n_slots;
+static int order[MAX_PLUGINS]; /* usable plugins, best first */
+static int n_order;
+
+static plugin_slot_t *slot_by_name(const char *name)
+{
+    for (int i = 0; i < n_slots; i++)
+        if (!strcmp(slots[i].name, name))
+            return &slots[i];
+    return NULL;
+}
+
+void pscom_plugin_set_status(const char *name, const char *fmt, ...)
+{
+    plugin_slot_t *s = slot_by_name(name);
+    if (!s)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->status, sizeof(s->status), fmt, ap);
+    va_end(ap);
+}
+
+static void register_rows(plugin_slot_t *s)
+{
+    char upper[16];
+    size_t i;
+    for (i = 0; s->name[i] && i < sizeof(upper) - 1; i++)
+        upper[i] = (char)toupper((unsigned char)s->name[i]);
+    upper[i] = '\0';
+    size_t def = s->plugin ? s->plugin->rendezvous : SIZE_MAX;
+    if (pscom_env_is_set("PSP_RENDEZVOUS"))
+        def = pscom_config.rendezvous;
+    if (def == SIZE_MAX)
+        snprintf(s->deflt_rndv, sizeof(s->deflt_rndv), "inf");
+    else
+        snprintf(s->deflt_rndv, sizeof(s->deflt_rndv), "%zu", def);
+    snprintf(s->var_prio, sizeof(s->var_prio), "PSP_%s", upper);
+    snprintf(s->var_rndv, sizeof(s->var_rndv), "PSP_%s_RENDEZVOUS", upper);
+    snprintf(s->help_prio, sizeof(s->help_prio),
+             "Use the %s transport: 0 off, N user priority (higher is tried first).", s->name);
+    snprintf(s->help_rndv, sizeof(s->help_rndv),
+             "Messages of at least this many bytes go by rendezvous over %s (inf: never).",
+             s->name);
+    s->rows[0] = (pscom_env_row_t){s->var_prio, "1", s->help_prio, PSCOM_ENV_INT, &s->user_prio,
+                                   0, 1000};
+    s->rows[1] = (pscom_env_row_t){s->var_rndv, s->deflt_rndv, s->help_rndv, PSCOM_ENV_SIZE,
+                                   &s->rendezvous, 0, 0};
+    s->rows[2] = (pscom_env_row_t){NULL, NULL, NULL, 0, NULL, 0, 0};
+    pscom_env_register(s->name, s->rows);
+}
+
+static const char *self_dir(void)
+{
+    static char dir[4096];
+    Dl_info info;
+    if (!dir[0] && dladdr((void *)&pscom_plugins_init, &info) && info.dli_fname) {
+        snprintf(dir, sizeof(dir), "%s", info.dli_fname);
+        char *d = dirname(dir);
+        memmove(dir, d, strlen(d) + 1);
+    }
+    return dir;
+}
+
+static void try_load(plugin_slot_t *s)
+{
+    const char *dirs[2] = {pscom_config.plugindir, self_dir()};
+    char path[4200], sym[64], tried[160] = "";
+    snprintf(sym, sizeof(sym), "pscom_plugin_%s", s->name);
+    for (int i = 0; i < 2; i++) {
+        if (!dirs[i] || !*dirs[i])
+            continue;
+        snprintf(path, sizeof(path), "%s/libpscom4%s.so", dirs[i], s->name);
+        void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!dl) {
+            const char *err = dlerror();
+            /* a library that exists but does not load says why (e.g. libucp missing) */
+            if (err && !strstr(err, "No such file"))
+                snprintf(tried, sizeof(tried), "%s", err);
+            continue;
+        }
+        const pscom_plugin_t *p = dlsym(dl, sym);
+        if (!p || p->api_version != PSCOM_PLUGIN_API_VERSION) {
+            snprintf(tried, sizeof(tried), "%s: %s", path,
+                     p ? "plugin API version mismatch" : "no plugin symbol");
+            dlclose(dl);
+            continue;
+        }
+        s->plugin = p;
+        s->dl = dl;
+        snprintf(s->status, sizeof(s->status), "loaded from %s", path);
+        return;
+    }
+    snprintf(s->status, sizeof(s->status), "%s",
+             tried[0] ? tried : "not installed (libpscom4<name>.so not found)");
+    if (!tried[0])
+        snprintf(s->status, sizeof(s->status), "not installed (libpscom4%s.so not found)",
+                 s->name);
+}
+
+static void sort_order(void)
+{
+    n_order = 0;
+    for (int i = 0; i < n_slots; i++)
+        if (slots[i].available)
+            order[n_order++] = i;
+    for (int i = 1; i < n_order; i++) /* insertion sort: user prio, then built-in prio */
+        for (int j = i; j > 0; j--) {
+            plugin_slot_t *a = &slots[order[j - 1]], *b = &slots[order[j]];
+            if (a->user_prio > b->user_prio ||
+                (a->user_prio == b->user_prio && a->plugin->priority >= b->plugin->priority))
+                break;
+            int t = order[j - 1];
+            order[j - 1] = order[j];
+            order[j] = t;
+        }
+}
+
+void pscom_plugins_init(void)
+{
+    if (n_slots)
+        return;
+    for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++) {
+        plugin_slot_t *s = &slots[n_slots++];
+        snprintf(s->name, sizeof(s->name), "%s", builtin[i]->name);
+        s->plugin = builtin[i];
+        snprintf(s->status, sizeof(s->status), "built in");
+    }
+    for (size_t i = 0; i < sizeof(loadable) / sizeof(loadable[0]); i++) {
+        plugin_slot_t *s = &slots[n_slots++];
+        snprintf(s->name, sizeof(s->name), "%s", loadable[i]);
+    }
+    for (int i = 0; i < n_slots; i++) {
+        plugin_slot_t *s = &slots[i];
+        register_rows(s);
+        if (s->user_prio == 0) {
+            snprintf(s->status + strlen(s->status), sizeof(s->status) - strlen(s->status),
+                     "%sdisabled by %s=0", s->status[0] ? "; " : "", s->var_prio);
+            continue;
+        }
+        if (!s->plugin)
+            try_load(s);
+        if (!s->plugin)
+            continue;
+        if (s->plugin->env)
+            pscom_env_register(s->name, s->plugin->env);
+        /* the threshold may depend on the plugin's own rows: re-read after registering them */
+        if (!pscom_env_is_set(s->var_rndv) && !pscom_env_is_set("PSP_RENDEZVOUS"))
+            s->rendezvous = s->plugin->rendezvous;
+        if (s->plugin->init && s->plugin->init() != 0)
+            continue;
+        s->available = 1;
+    }
+    sort_order();
+}
+
+void pscom_plugins_destroy(void)
+{
+    for (int i = 0; i < n_slots; i++) {
+        if (slots[i].available && slots[i].plugin->destroy)
+            slots[i].plugin->destroy();
+        slots[i].available = 0;
+    }
+    n_order = 0;
+}
+
+int pscom_plugin_count(void)
+{
+    return n_order;
+}
+
+const pscom_plugin_t *pscom_plugin_get(int index)
+{
+    return index < n_order ? slots[order[index]].plugin : NULL;
+}
+
+int pscom_plugin_index(const char *name)
+{
+    for (int i = 0; i < n_order; i++)
+        if (!strcmp(slots[order[i]].name, name))
+            return i;
+    return -1;
+}
+
+size_t pscom_plugin_rendezvous(const pscom_plugin_t *plugin)
+{
+    plugin_slot_t *s = slot_by_name(plugin->name);
+    return s ? s->rendezvous : SIZE_MAX;
+}
+
+PSCOM_API int pscom_plugin_info(int index, pscom_plugin_info_t *info)
+{
+    pscom_lock();
+    /* usable ones in selection order first, then the rest */
+    int idx = -1, k = 0;
+    for (int i = 0; i < n_order; i++, k++)
+        if (k == index)
+            idx = order[i];
+    for (int i = 0; idx < 0 && i < n_slots; i++)
+        if (!slots[i].available && k++ == index)
+            idx = i;
+    if (idx < 0) {
+        pscom_unlock();
+        return -1;
+    }
+    plugin_slot_t *s = &slots[idx];
+    memset(info, 0, sizeof(*info));
+    snprintf(info->name, sizeof(info->name), "%s", s->name);
+    info->priority = s->plugin ? s->plugin->priority : 0;
+    info->user_prio = s->user_prio;
+    info->available = s->available;
+    info->rendezvous = s->rendezvous;
+    snprintf(info->status, sizeof(info->status), "%s", s->status);
+    pscom_unlock();
+    return 0;
+}

@@ -1,0 +1,150 @@
+/*
+ * pscom_plugin.h - the contract between pscom core and a transport plugin.
+ *
+ * A plugin is a directory with an ops table. Core never looks inside a plugin's state: a
+ * connection carries one opaque pointer for its transport. Plugins see connections only
+ * through the functions below.
+ *
+ * Life of a connection: the connecting side asks each usable plugin, in priority order, for an
+ * offer (con_offer); the accepting side answers (con_accept) or declines; the connecting side
+ * completes (con_finish) or declines. The first plugin that both sides complete carries the
+ * connection: core calls con_start and hands it the handshake fd (a TCP socket), which the
+ * plugin keeps (tcp: as the data stream; shm: as doorbell and peer-death detector).
+ */
+#ifndef PSCOM_PLUGIN_H_INCLUDED
+#define PSCOM_PLUGIN_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include "pscom.h"
+
+#define PSCOM_PLUGIN_API_VERSION 0x0100
+#define PSCOM_HS_BLOB_MAX        512 /* largest handshake blob of one plugin */
+
+typedef struct pscom_con pscom_con_t;
+
+/* Per-connection data path of a transport (set in con_start). */
+typedef struct pscom_con_ops {
+    /* The send queue became non-empty: write what can be written now. */
+    void (*write_start)(pscom_con_t *con);
+    /* Release the transport (after the EOF exchange, or on error). Must not call back. */
+    void (*close)(pscom_con_t *con);
+    /* Optional single-copy pull of len bytes at the peer's address into dst (rendezvous).
+       Returns 0 on success, -1 when not possible (core then falls back to a software read). */
+    int (*rndv_pull)(pscom_con_t *con, void *dst, uint64_t remote_addr, size_t len);
+} pscom_con_ops_t;
+
+typedef struct pscom_plugin {
+    const char *name;         /* "shm": also the PSP_SHM, PSP_SHM_RENDEZVOUS variable names */
+    unsigned int api_version; /* PSCOM_PLUGIN_API_VERSION */
+    int priority;             /* built-in priority, higher first */
+    size_t rendezvous;        /* default eager/rendezvous threshold; SIZE_MAX = eager only */
+    const pscom_env_row_t *env; /* the plugin's own PSP_<NAME>_* rows, or NULL */
+
+    /* Once per process. Return 0 when usable, else -1 after pscom_plugin_set_status(). */
+    int (*init)(void);
+    void (*destroy)(void);
+
+    /* Connecting side: fill blob (at most PSCOM_HS_BLOB_MAX) and *len. -1: not for this peer. */
+    int (*con_offer)(pscom_con_t *con, void *blob, size_t *len);
+    /* Accepting side: take the offer, fill the reply. -1: decline (next plugin is tried). */
+    int (*con_accept)(pscom_con_t *con, const void *offer, size_t offer_len, void *blob,
+                      size_t *len);
+    /* Connecting side: take the reply. -1: decline. */
+    int (*con_finish)(pscom_con_t *con, const void *reply, size_t reply_len);
+    /* Negotiation with this plugin failed after offer/accept: release what was made. */
+    void (*con_abort)(pscom_con_t *con);
+    /* Both sides agreed: set the data path (pscom_con_set_transport), take ownership of fd. */
+    void (*con_start)(pscom_con_t *con, int fd);
+} pscom_plugin_t;
+
+/* ---- what core offers plugins ---- */
+
+/* Transport state of a connection. */
+void pscom_con_set_transport(pscom_con_t *con, const pscom_con_ops_t *ops, void *data);
+void *pscom_con_transport_data(pscom_con_t *con);
+
+/* Identity of the peer, known from the handshake. */
+int pscom_con_peer_pid(pscom_con_t *con);
+int pscom_con_peer_same_node(pscom_con_t *con);
+const char *pscom_con_name(pscom_con_t *con); /* for log lines */
+pscom_connection_t *pscom_con_pub(pscom_con_t *con);
+
+/* Receive side: feed bytes that arrived, in order. Core parses, matches and copies. */
+void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len);
+/* Stream transports: where the next bytes may go directly (into a matched receive buffer),
+   or 0 when they should be read into the plugin's own buffer and fed. */
+size_t pscom_read_direct_buf(pscom_con_t *con, void **buf);
+/* Account len bytes that were read into the buffer pscom_read_direct_buf gave. */
+void pscom_read_direct_done(pscom_con_t *con, size_t len);
+
+/* Send side: the unsent rest of the message at the head of the send queue as up to 3 iov
+   entries. Returns the number of entries (0: nothing to send). */
+int pscom_write_get_iov(pscom_con_t *con, struct iovec iov[3]);
+/* len bytes of what pscom_write_get_iov returned have been sent (or copied away). */
+void pscom_write_done(pscom_con_t *con, size_t len);
+/* Is anything queued for sending? */
+int pscom_write_pending(pscom_con_t *con);
+
+/* The transport broke (peer died, read error, ...). Core fails the connection's requests,
+   calls the socket's error callback once and then ops->close. Orderly EOFs are recognised:
+   if the peer's EOF message was already received this is silent. */
+void pscom_con_transport_failed(pscom_con_t *con, pscom_op_t op, pscom_err_t err,
+                                const char *why);
+
+/* ---- progress: pollers (busy polled) and file descriptors (epoll) ---- */
+
+typedef struct pscom_poller pscom_poller_t;
+struct pscom_poller {
+    pscom_poller_t *next, *prev;
+    /* Returns nonzero if it made progress. */
+    int (*poll)(pscom_poller_t *poller);
+    /* About to block: arm a wakeup (e.g. doorbell) and return nonzero if there is work after
+       all (then the caller does not block). May be NULL. */
+    int (*prepare_block)(pscom_poller_t *poller);
+    /* Woken up or not: disarm. May be NULL. */
+    void (*end_block)(pscom_poller_t *poller);
+};
+void pscom_poller_add(pscom_poller_t *poller);
+/* From prepare_block: block at most this long (e.g. while waiting for ring space). */
+void pscom_progress_block_hint(int timeout_ms);
+void pscom_poller_del(pscom_poller_t *poller);
+
+typedef struct pscom_ufd pscom_ufd_t;
+struct pscom_ufd {
+    int fd;
+    uint32_t events; /* EPOLLIN / EPOLLOUT */
+    void (*handler)(pscom_ufd_t *ufd, uint32_t revents);
+    void *priv;
+};
+int pscom_ufd_add(pscom_ufd_t *ufd);
+void pscom_ufd_mod(pscom_ufd_t *ufd, uint32_t events);
+void pscom_ufd_del(pscom_ufd_t *ufd);
+/* fds that carry data (tcp streams) are polled every round; others now and then. */
+void pscom_reactor_busy_fd(int delta);
+
+/* ---- environment and logging ---- */
+
+/* A plugin's status line for pscom_info ("disabled by PSP_UCP=0", "libucp.so.0 not found"). */
+void pscom_plugin_set_status(const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+extern int pscom_debug_level;
+void pscom_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define PSCOM_LOG(level, ...)                                                                  \
+    do {                                                                                       \
+        if (pscom_debug_level >= (level))                                                      \
+            pscom_log((level), __VA_ARGS__);                                                   \
+    } while (0)
+
+/* Counters shown by PSP_DEBUG_STATS and PSP_SIGQUIT. */
+typedef struct pscom_stats {
+    uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv;
+    uint64_t eager_unexpected, rndv_sent, rndv_recv, rndv_pull, rndv_sw_fallback;
+    uint64_t cons_opened, cons_failed, progress_blocks, garbage_cons;
+    uint64_t shm_ring_full, shm_doorbells;
+} pscom_stats_t;
+extern pscom_stats_t pscom_stats;
+
+#endif /* PSCOM_PLUGIN_H_INCLUDED */

@@ -1,0 +1,539 @@
+/*
+ * The handshake on a fresh TCP connection ("precon"). Every frame is versioned and
+ * length-checked; anything else on the listening port is closed with one log line.
+ *
+ *   connector                          acceptor
+ *   HELLO(identity)          ->
+ *                            <-        HELLO_ACK(identity) | REJECT(reason)
+ *   ARCH_REQ(plugin, offer)  ->                                  \  once per plugin,
+ *                            <-        ARCH_OK(reply) | ARCH_NEXT | best first
+ *   ARCH_DONE | ARCH_NEXT    ->                                  /
+ *
+ * Two peers that connect to each other at once: the connection started by the peer whose
+ * listen address sorts lower wins; the other side drops its own attempt (REJECT DUP) and
+ * waits for the winner's.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include "pscom_priv.h"
+
+#define FRAME_MAGIC   0x5053434du /* "PSCM" */
+#define PAYLOAD_MAX   (PSCOM_HS_BLOB_MAX + 32)
+#define REJECT_DUP    1
+#define REJECT_BADVER 2
+
+enum frame_type {
+    F_HELLO = 1,
+    F_HELLO_ACK,
+    F_REJECT,
+    F_ARCH_REQ,
+    F_ARCH_OK,
+    F_ARCH_NEXT,
+    F_ARCH_DONE,
+    F_FAIL,
+};
+
+typedef struct frame_hdr {
+    uint32_t magic;
+    uint8_t version;
+    uint8_t type;
+    uint16_t len;
+} frame_hdr_t;
+
+typedef struct hello {
+    char addr[PSCOM_EP_STR_MAX]; /* sender's listen "ip:port" ("" if not listening) */
+    char name[PSCOM_NAME_MAX];
+    char host[64];
+    int32_t pid;
+    uint32_t reserved;
+    uint64_t node_id;
+} hello_t;
+
+typedef struct arch_req {
+    char name[16];
+    unsigned char blob[];
+} arch_req_t;
+
+enum pre_state {
+    C_CONNECTING,
+    C_WAIT_HELLO_ACK,
+    C_WAIT_ARCH,
+    A_WAIT_HELLO,
+    A_WAIT_ARCH_REQ,
+    A_WAIT_ARCH_DONE,
+};
+
+struct precon {
+    list_head_t link; /* first member: sock->precons holds unbound incoming precons */
+    pscom_sock_t *sock;
+    pscom_con_t *con;
+    int fd;
+    pscom_ufd_t ufd;
+    enum pre_state state;
+    int plugin_idx;               /* connector: plugin being negotiated */
+    const pscom_plugin_t *plugin; /* plugin with state to release on failure */
+    uint64_t deadline_ms;
+    char peer_str[64];
+    size_t ilen;
+    unsigned char ibuf[sizeof(frame_hdr_t) + PAYLOAD_MAX];
+};
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void precon_handler(pscom_ufd_t *ufd, uint32_t revents);
+
+static precon_t *precon_new(pscom_sock_t *sock, int fd)
+{
+    precon_t *pre = calloc(1, sizeof(*pre));
+    if (!pre)
+        return NULL;
+    list_init(&pre->link);
+    pre->sock = sock;
+    pre->fd = fd;
+    pre->deadline_ms = now_ms() + pscom_config.connect_timeout_ms;
+    pre->ufd = (pscom_ufd_t){.fd = fd, .events = EPOLLIN, .handler = precon_handler, .priv = pre};
+    pscom_ufd_add(&pre->ufd);
+    return pre;
+}
+
+void pscom_precon_destroy(precon_t *pre)
+{
+    if (pre->plugin && pre->con && pre->plugin->con_abort)
+        pre->plugin->con_abort(pre->con);
+    list_del(&pre->link);
+    if (pre->fd >= 0) {
+        pscom_ufd_del(&pre->ufd);
+        close(pre->fd);
+    }
+    if (pre->con && pre->con->precon == pre)
+        pre->con->precon = NULL;
+    free(pre);
+}
+
+static int send_frame(precon_t *pre, int type, const void *payload, size_t len)
+{
+    unsigned char buf[sizeof(frame_hdr_t) + PAYLOAD_MAX];
+    frame_hdr_t h = {.magic = FRAME_MAGIC, .version = PSCOM_WIRE_VERSION, .type = (uint8_t)type,
+                     .len = (uint16_t)len};
+    memcpy(buf, &h, sizeof(h));
+    if (len)
+        memcpy(buf + sizeof(h), payload, len);
+    size_t off = 0, total = sizeof(h) + len;
+    /* frames are small: the socket buffer takes them; wait briefly if it does not */
+    while (off < total) {
+        ssize_t n = send(pre->fd, buf + off, total - off, MSG_NOSIGNAL);
+        if (n > 0) {
+            off += (size_t)n;
+            continue;
+        }
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        return -1;
+    }
+    return 0;
+}
+
+static void fill_hello(pscom_sock_t *sock, hello_t *h)
+{
+    memset(h, 0, sizeof(*h));
+    snprintf(h->addr, sizeof(h->addr), "%s", sock->addr);
+    snprintf(h->name, sizeof(h->name), "%s", sock->pub.local_name);
+    snprintf(h->host, sizeof(h->host), "%s", g.hostname);
+    h->pid = g.pid;
+    h->node_id = g.node_id;
+}
+
+static void take_identity(pscom_con_t *con, const hello_t *h)
+{
+    if (h->addr[0])
+        snprintf(con->peer_addr, sizeof(con->peer_addr), "%.*s", (int)sizeof(h->addr) - 1,
+                 h->addr);
+    if (!con->peer_ep[0] && h->addr[0])
+        snprintf(con->peer_ep, sizeof(con->peer_ep), "%s@%s", con->peer_addr, h->name);
+    snprintf(con->peer_name, sizeof(con->peer_name), "%.*s", (int)sizeof(h->name) - 1, h->name);
+    snprintf(con->peer_host, sizeof(con->peer_host), "%.*s", (int)sizeof(h->host) - 1, h->host);
+    con->peer_pid = h->pid;
+    con->peer_node = h->node_id;
+    pscom_con_set_name(con);
+}
+
+/* Garbage or a broken handshake on an incoming connection: one line, close, carry on. */
+static void drop_incoming(precon_t *pre, const char *why)
+{
+    if (why) {
+        pscom_stats.garbage_cons++;
+        pscom_log(1, "closed incoming connection from %s on %s: %s", pre->peer_str,
+                  pre->sock->ep, why);
+    }
+    pscom_con_t *con = pre->con;
+    pscom_precon_destroy(pre);
+    if (con && con->pub.state == PSCOM_CON_STATE_ACCEPTING && con->accepted_new)
+        pscom_con_free(con);
+    else if (con && con->pub.state == PSCOM_CON_STATE_ACCEPTING)
+        pscom_con_fail(con, PSCOM_OP_CONNECT, PSCOM_ERR_PROTOCOL);
+}
+
+/* Our outgoing attempt failed. */
+static void fail_outgoing(precon_t *pre, pscom_err_t err, const char *why)
+{
+    pscom_con_t *con = pre->con;
+    pscom_log(1, "connect to %s failed: %s", con->log_name, why);
+    pscom_precon_destroy(pre);
+    pscom_con_fail(con, PSCOM_OP_CONNECT, err);
+}
+
+static void established(precon_t *pre, const pscom_plugin_t *plugin)
+{
+    pscom_con_t *con = pre->con;
+    int fd = pre->fd;
+    pscom_ufd_del(&pre->ufd);
+    pre->fd = -1;
+    pre->plugin = NULL;
+    pscom_precon_destroy(pre);
+    pscom_con_established(con, plugin, fd);
+}
+
+/* ---- connector side ---- */
+
+static void offer_next_plugin(precon_t *pre)
+{
+    pscom_con_t *con = pre->con;
+    for (; pre->plugin_idx < pscom_plugin_count(); pre->plugin_idx++) {
+        const pscom_plugin_t *p = pscom_plugin_get(pre->plugin_idx);
+        unsigned char buf[PAYLOAD_MAX];
+        arch_req_t *req = (arch_req_t *)buf;
+        size_t len = 0;
+        memset(req->name, 0, sizeof(req->name));
+        snprintf(req->name, sizeof(req->name), "%s", p->name);
+        if (p->con_offer(con, req->blob, &len) != 0) {
+            PSCOM_LOG(2, "%s: transport %s not usable for this peer", con->log_name, p->name);
+            continue;
+        }
+        pre->plugin = p;
+        if (send_frame(pre, F_ARCH_REQ, buf, sizeof(*req) + len) != 0) {
+            fail_outgoing(pre, PSCOM_ERR_IOERROR, strerror(errno));
+            return;
+        }
+        pre->state = C_WAIT_ARCH;
+        return;
+    }
+    send_frame(pre, F_FAIL, NULL, 0);
+    fail_outgoing(pre, PSCOM_ERR_CONNECTION_REFUSED, "no transport usable by both sides");
+}
+
+static void connector_frame(precon_t *pre, int type, const unsigned char *payload, size_t len)
+{
+    pscom_con_t *con = pre->con;
+    switch (pre->state) {
+    case C_WAIT_HELLO_ACK:
+        if (type == F_REJECT && len >= 1 && payload[0] == REJECT_DUP) {
+            /* the peer's own attempt wins the tie-break; its connection will bind to con */
+            PSCOM_LOG(4, "%s: simultaneous connect, waiting for the peer's connection",
+                      con->log_name);
+            pscom_precon_destroy(pre);
+            con->pub.state = PSCOM_CON_STATE_ACCEPTING;
+            return;
+        }
+        if (type != F_HELLO_ACK || len != sizeof(hello_t)) {
+            fail_outgoing(pre, PSCOM_ERR_PROTOCOL, type == F_REJECT ? "rejected by the peer"
+                                                                    : "bad handshake reply");
+            return;
+        }
+        take_identity(con, (const hello_t *)payload);
+        pre->plugin_idx = 0;
+        offer_next_plugin(pre);
+        return;
+    case C_WAIT_ARCH:
+        if (type == F_ARCH_OK) {
+            const pscom_plugin_t *p = pre->plugin;
+            if (p->con_finish(con, payload, len) == 0) {
+                if (send_frame(pre, F_ARCH_DONE, NULL, 0) != 0) {
+                    fail_outgoing(pre, PSCOM_ERR_IOERROR, strerror(errno));
+                    return;
+                }
+                pre->plugin = NULL; /* the plugin's state now belongs to the connection */
+                established(pre, p);
+                return;
+            }
+            PSCOM_LOG(2, "%s: transport %s failed to complete; trying the next", con->log_name,
+                      p->name);
+            send_frame(pre, F_ARCH_NEXT, NULL, 0);
+        } else if (type == F_ARCH_NEXT) {
+            PSCOM_LOG(2, "%s: peer declined transport %s; trying the next", con->log_name,
+                      pre->plugin->name);
+        } else {
+            fail_outgoing(pre, PSCOM_ERR_PROTOCOL, "unexpected handshake frame");
+            return;
+        }
+        if (pre->plugin->con_abort)
+            pre->plugin->con_abort(con);
+        pre->plugin = NULL;
+        pre->plugin_idx++;
+        offer_next_plugin(pre);
+        return;
+    default:
+        fail_outgoing(pre, PSCOM_ERR_PROTOCOL, "unexpected handshake frame");
+    }
+}
+
+precon_t *pscom_precon_connect(pscom_con_t *con)
+{
+    char addr[PSCOM_EP_STR_MAX];
+    snprintf(addr, sizeof(addr), "%s", con->peer_addr);
+    int fd = socket_fd_connect(addr);
+    if (fd < 0) {
+        pscom_log(1, "connect to %s failed: %s", con->log_name, strerror(errno));
+        return NULL;
+    }
+    precon_t *pre = precon_new(con->sock, fd);
+    if (!pre) {
+        close(fd);
+        return NULL;
+    }
+    pre->con = con;
+    pre->state = C_CONNECTING;
+    snprintf(pre->peer_str, sizeof(pre->peer_str), "%s", addr);
+    pscom_ufd_mod(&pre->ufd, EPOLLOUT | EPOLLIN);
+    con->precon = pre;
+    return pre;
+}
+
+static void connector_connected(precon_t *pre)
+{
+    int err = 0;
+    socklen_t len = sizeof(err);
+    getsockopt(pre->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err) {
+        fail_outgoing(pre, err == ECONNREFUSED ? PSCOM_ERR_CONNECTION_REFUSED : PSCOM_ERR_IOERROR,
+                      strerror(err));
+        return;
+    }
+    pscom_ufd_mod(&pre->ufd, EPOLLIN);
+    hello_t h;
+    fill_hello(pre->sock, &h);
+    if (send_frame(pre, F_HELLO, &h, sizeof(h)) != 0) {
+        fail_outgoing(pre, PSCOM_ERR_IOERROR, strerror(errno));
+        return;
+    }
+    pre->state = C_WAIT_HELLO_ACK;
+}
+
+/* ---- acceptor side ---- */
+
+void pscom_precon_accept(pscom_sock_t *sock, int fd)
+{
+    precon_t *pre = precon_new(sock, fd);
+    if (!pre) {
+        close(fd);
+        return;
+    }
+    pre->state = A_WAIT_HELLO;
+    socket_fd_peer_str(fd, pre->peer_str, sizeof(pre->peer_str));
+    list_add_tail(&pre->link, &sock->precons);
+}
+
+/* Which connection object does an incoming HELLO belong to? NULL: reject as duplicate. */
+static pscom_con_t *bind_incoming(precon_t *pre, const hello_t *h)
+{
+    pscom_sock_t *sock = pre->sock;
+    int self = h->addr[0] && !strcmp(h->addr, sock->addr);
+    pscom_con_t *con = (h->addr[0] && !self) ? pscom_con_find_by_addr(sock, h->addr) : NULL;
+    if (con) {
+        switch (con->pub.state) {
+        case PSCOM_CON_STATE_ONDEMAND:
+        case PSCOM_CON_STATE_NO_RW:
+            return con;
+        case PSCOM_CON_STATE_ACCEPTING:
+            /* we lost an earlier tie-break and wait for exactly this connection */
+            return con->precon ? NULL : con;
+        case PSCOM_CON_STATE_CONNECTING:
+            if (strcmp(h->addr, sock->addr) < 0) {
+                /* the peer's attempt wins: drop ours, take theirs */
+                if (con->precon)
+                    pscom_precon_destroy(con->precon);
+                return con;
+            }
+            return NULL;
+        default:
+            return NULL; /* already connected: a stale or duplicate attempt */
+        }
+    }
+    con = pscom_con_create(sock);
+    if (con)
+        con->accepted_new = 1;
+    return con;
+}
+
+static void acceptor_frame(precon_t *pre, int type, const unsigned char *payload, size_t len)
+{
+    switch (pre->state) {
+    case A_WAIT_HELLO: {
+        if (type != F_HELLO || len != sizeof(hello_t)) {
+            drop_incoming(pre, "not a pscom handshake");
+            return;
+        }
+        hello_t h;
+        memcpy(&h, payload, sizeof(h));
+        h.addr[sizeof(h.addr) - 1] = h.name[sizeof(h.name) - 1] = h.host[sizeof(h.host) - 1] = 0;
+        pscom_con_t *con = bind_incoming(pre, &h);
+        if (!con) {
+            unsigned char r = REJECT_DUP;
+            send_frame(pre, F_REJECT, &r, 1);
+            drop_incoming(pre, NULL);
+            return;
+        }
+        list_del(&pre->link);
+        pre->con = con;
+        con->pub.state = PSCOM_CON_STATE_ACCEPTING;
+        take_identity(con, &h);
+        hello_t mine;
+        fill_hello(pre->sock, &mine);
+        if (send_frame(pre, F_HELLO_ACK, &mine, sizeof(mine)) != 0) {
+            drop_incoming(pre, strerror(errno));
+            return;
+        }
+        pre->state = A_WAIT_ARCH_REQ;
+        return;
+    }
+    case A_WAIT_ARCH_REQ: {
+        if (type == F_FAIL) {
+            drop_incoming(pre, "peer found no common transport");
+            return;
+        }
+        if (type != F_ARCH_REQ || len < sizeof(arch_req_t)) {
+            drop_incoming(pre, "bad transport request");
+            return;
+        }
+        arch_req_t *req = (arch_req_t *)payload;
+        req->name[sizeof(req->name) - 1] = '\0';
+        int idx = pscom_plugin_index(req->name);
+        const pscom_plugin_t *p = idx >= 0 ? pscom_plugin_get(idx) : NULL;
+        unsigned char reply[PAYLOAD_MAX];
+        size_t rlen = 0;
+        if (p && p->con_accept(pre->con, req->blob, len - sizeof(*req), reply, &rlen) == 0) {
+            pre->plugin = p;
+            if (send_frame(pre, F_ARCH_OK, reply, rlen) != 0) {
+                drop_incoming(pre, strerror(errno));
+                return;
+            }
+            pre->state = A_WAIT_ARCH_DONE;
+        } else {
+            PSCOM_LOG(2, "%s: declined transport %s", pre->con->log_name, req->name);
+            if (send_frame(pre, F_ARCH_NEXT, NULL, 0) != 0)
+                drop_incoming(pre, strerror(errno));
+        }
+        return;
+    }
+    case A_WAIT_ARCH_DONE:
+        if (type == F_ARCH_DONE) {
+            const pscom_plugin_t *p = pre->plugin;
+            pre->plugin = NULL;
+            established(pre, p);
+            return;
+        }
+        if (type == F_ARCH_NEXT) {
+            if (pre->plugin->con_abort)
+                pre->plugin->con_abort(pre->con);
+            pre->plugin = NULL;
+            pre->state = A_WAIT_ARCH_REQ;
+            return;
+        }
+        drop_incoming(pre, "unexpected handshake frame");
+        return;
+    default:
+        drop_incoming(pre, "unexpected handshake frame");
+    }
+}
+
+/* ---- frame reading: exactly one frame at a time, never past the handshake ---- */
+
+static void precon_handler(pscom_ufd_t *ufd, uint32_t revents)
+{
+    precon_t *pre = ufd->priv;
+    int outgoing = pre->state <= C_WAIT_ARCH;
+    if (pre->state == C_CONNECTING) {
+        if (revents & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+            connector_connected(pre);
+        return;
+    }
+    for (;;) {
+        size_t need = sizeof(frame_hdr_t);
+        frame_hdr_t h;
+        if (pre->ilen >= need) {
+            memcpy(&h, pre->ibuf, sizeof(h));
+            if (h.magic != FRAME_MAGIC || h.version != PSCOM_WIRE_VERSION || h.len > PAYLOAD_MAX) {
+                const char *why = h.magic != FRAME_MAGIC ? "not a pscom peer (bad magic)"
+                                  : h.version != PSCOM_WIRE_VERSION
+                                      ? "pscom wire version mismatch"
+                                      : "oversized handshake frame";
+                if (outgoing)
+                    fail_outgoing(pre, PSCOM_ERR_PROTOCOL, why);
+                else
+                    drop_incoming(pre, why);
+                return;
+            }
+            need += h.len;
+        }
+        ssize_t n = recv(pre->fd, pre->ibuf + pre->ilen, need - pre->ilen, 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            const char *why = n == 0 ? "closed during the handshake" : strerror(errno);
+            if (outgoing)
+                fail_outgoing(pre, PSCOM_ERR_IOERROR, why);
+            else
+                drop_incoming(pre, pre->ilen || pre->state != A_WAIT_HELLO ? why : NULL);
+            return;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        pre->ilen += (size_t)n;
+        if (pre->ilen < sizeof(frame_hdr_t))
+            continue;
+        memcpy(&h, pre->ibuf, sizeof(h));
+        if (pre->ilen < sizeof(frame_hdr_t) + h.len || h.magic != FRAME_MAGIC)
+            continue; /* validate or read the rest on the next pass */
+        pre->ilen = 0;
+        pre->deadline_ms = now_ms() + pscom_config.connect_timeout_ms;
+        if (outgoing)
+            connector_frame(pre, h.type, pre->ibuf + sizeof(h), h.len);
+        else
+            acceptor_frame(pre, h.type, pre->ibuf + sizeof(h), h.len);
+        return; /* pre may be gone; further frames come with the next event */
+    }
+}
+
+void pscom_precon_check_timeouts(void)
+{
+    uint64_t now = now_ms();
+    list_head_t *ps, *pc, *tmp;
+    list_for_each(ps, &g.sockets)
+    {
+        pscom_sock_t *sock = list_entry(ps, pscom_sock_t, next);
+        list_for_each_safe(pc, tmp, &sock->precons)
+        {
+            precon_t *pre = (precon_t *)pc;
+            if (now > pre->deadline_ms)
+                drop_incoming(pre, pre->ilen ? "handshake timed out" : NULL);
+        }
+        list_for_each(pc, &sock->cons)
+        {
+            pscom_con_t *con = list_entry(pc, pscom_con_t, next);
+            if (con->precon && now > con->precon->deadline_ms) {
+                fail_outgoing(con->precon, PSCOM_ERR_IOERROR, "handshake timed out");
+                return; /* the list may have changed */
+            }
+        }
+    }
+}

@@ -1,0 +1,273 @@
+/* pscom_priv.h - core-private objects. Plugins do not include this file. */
+#ifndef PSCOM_PRIV_H_INCLUDED
+#define PSCOM_PRIV_H_INCLUDED
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include "pscom.h"
+#include "pscom_list.h"
+#include "pscom_plugin.h"
+
+#define PSCOM_API __attribute__((visibility("default")))
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- wire format ---- */
+
+#define PSCOM_WIRE_VERSION 0x51 /* in every message header and in the handshake */
+
+enum pscom_msgtype {
+    MSGTYPE_USER = PSCOM_MSGTYPE_USER,
+    MSGTYPE_RNDV_REQ = 1,  /* xheader: rndv_req_t, then the user's header_net + xheader */
+    MSGTYPE_RNDV_FIN = 2,  /* xheader: rndv_fin_t; receiver pulled the data, sender is done */
+    MSGTYPE_RNDV_READ = 3, /* xheader: rndv_read_t; receiver asks the sender to push */
+    MSGTYPE_RNDV_DATA = 4, /* xheader: rndv_fin_t (recv id); the pushed data */
+    MSGTYPE_EOF = 5,       /* orderly close */
+    MSGTYPE_COUNT
+};
+
+typedef struct rndv_req {
+    uint64_t send_id;
+    uint64_t addr; /* sender's buffer, for a single-copy pull */
+    uint64_t len;
+    uint64_t reserved;
+} rndv_req_t;
+
+typedef struct rndv_fin {
+    uint64_t id;
+} rndv_fin_t;
+
+typedef struct rndv_read {
+    uint64_t send_id;
+    uint64_t recv_id;
+} rndv_read_t;
+
+#define HDR_SIZE         sizeof(pscom_header_net_t)
+#define RNDV_PREFIX_SIZE (sizeof(rndv_req_t) + HDR_SIZE)
+/* Largest xheader on the wire: a rendezvous request around the largest user xheader. */
+#define WIRE_XHEADER_MAX (RNDV_PREFIX_SIZE + PSCOM_XHEADER_MAX)
+
+/* ---- requests ---- */
+
+#define REQ_MAGIC 0x72657131u
+
+/* internal flags */
+#define RQ_INTERNAL 0x1 /* pscom's own message: freed after completion */
+#define RQ_RNDV_PUSH 0x2 /* a receive waiting for RNDV_DATA */
+
+typedef struct pscom_req pscom_req_t;
+typedef struct pscom_con pscom_con_t;
+typedef struct pscom_sock pscom_sock_t;
+
+struct pscom_req {
+    list_head_t q;     /* sendq / recvq / genq of the connection / recvq_any */
+    list_head_t q_any; /* generated requests: sock->genq_any */
+    list_head_t q_rndv; /* con->rndv_sends / con->rndv_recvs */
+    uint32_t magic;
+    uint32_t flags;
+    uint64_t seq; /* post order of receives; decides between a con and an ANY receive */
+    uint64_t id;  /* rendezvous id */
+    /* send */
+    struct iovec iov[3];
+    unsigned char prefix[HDR_SIZE + sizeof(rndv_req_t)]; /* outer header of internal messages */
+    /* receive */
+    uint64_t rndv_addr, rndv_len, rndv_send_id; /* from a RNDV_REQ not yet pulled */
+    pscom_req_t *partner;                       /* generated request <-> the receive it feeds */
+    size_t alloc_xheader;
+    pscom_request_t pub; /* last: the xheader storage follows */
+};
+
+static inline pscom_req_t *get_req(pscom_request_t *pub)
+{
+    return list_entry(pub, pscom_req_t, pub);
+}
+
+/* ---- connections ---- */
+
+#define CON_MAGIC 0x636f6e31u
+
+typedef struct precon precon_t;
+
+typedef struct recv_state {
+    unsigned char *hbuf; /* assembles a header split across feeds (allocated on demand) */
+    size_t hlen;         /* bytes in hbuf */
+    pscom_req_t *req;    /* request receiving the current message's data, or NULL (discard) */
+    uint64_t data_left;  /* data bytes of the current message still to come */
+    char *dst;           /* where they go */
+    uint64_t dst_left;   /* room at dst; the rest is discarded (truncation) */
+} recv_state_t;
+
+struct pscom_con {
+    pscom_connection_t pub;
+    pscom_sock_t *sock;
+    list_head_t next; /* in sock->cons */
+    uint32_t magic;
+    unsigned int eof_received : 1, eof_sent : 1, error_reported : 1, closed : 1, user_closed : 1,
+        accepted_new : 1;
+    uint64_t connect_start_ms;
+
+    const pscom_plugin_t *plugin;
+    const pscom_con_ops_t *ops;
+    void *tdata;
+    size_t rndv_threshold;
+
+    /* peer identity */
+    char peer_ep[PSCOM_EP_STR_MAX];
+    char peer_addr[PSCOM_EP_STR_MAX]; /* "ip:port" of the peer's listener, for the tie-break */
+    char peer_name[PSCOM_NAME_MAX];
+    char peer_host[64];
+    int peer_pid;
+    uint64_t peer_node;
+    char log_name[PSCOM_NAME_MAX + PSCOM_EP_STR_MAX + 16];
+
+    list_head_t sendq;
+    list_head_t recvq;
+    list_head_t genq;
+    list_head_t rndv_sends;
+    list_head_t rndv_recvs;
+    uint64_t next_rndv_id;
+    recv_state_t rs;
+
+    precon_t *precon; /* our outgoing handshake, while connecting */
+};
+
+static inline pscom_con_t *get_con(pscom_connection_t *pub)
+{
+    return list_entry(pub, pscom_con_t, pub);
+}
+
+/* ---- sockets ---- */
+
+#define SOCK_MAGIC 0x736f636bu
+
+struct pscom_sock {
+    pscom_socket_t pub;
+    list_head_t next; /* in g.sockets */
+    uint32_t magic;
+    list_head_t cons;
+    list_head_t recvq_any;
+    list_head_t genq_any;
+    list_head_t precons; /* incoming handshakes not yet bound to a connection */
+    int listen_fd;
+    pscom_ufd_t listen_ufd;
+    char ep[PSCOM_EP_STR_MAX];
+    char addr[PSCOM_EP_STR_MAX]; /* "ip:port": identity for the tie-break */
+    size_t con_userdata_size;
+};
+
+static inline pscom_sock_t *get_sock(pscom_socket_t *pub)
+{
+    return list_entry(pub, pscom_sock_t, pub);
+}
+
+/* ---- global state ---- */
+
+typedef struct pscom_global {
+    int initialized;
+    int threaded;
+    pthread_mutex_t lock;
+    list_head_t sockets;
+    uint64_t recv_seq;
+    int pid;
+    char hostname[64];
+    uint64_t node_id;
+    unsigned long ip; /* our address for endpoint strings, network order */
+} pscom_global_t;
+
+extern pscom_global_t g;
+
+/* configuration (rows in pscom_init.c) */
+typedef struct pscom_config {
+    int debug, debug_contype, debug_stats, debug_param, sigquit, sched_yield;
+    const char *debug_out, *network, *plugindir;
+    size_t rendezvous;
+    unsigned spin_us, connect_timeout_ms, shutdown_timeout_ms;
+} pscom_config_t;
+extern pscom_config_t pscom_config;
+
+static inline void pscom_lock(void)
+{
+    if (g.threaded)
+        pthread_mutex_lock(&g.lock);
+}
+
+static inline void pscom_unlock(void)
+{
+    if (g.threaded)
+        pthread_mutex_unlock(&g.lock);
+}
+
+/* ---- internal functions (callers hold the lock) ---- */
+
+/* pscom_env.c */
+void pscom_env_parse_table(const pscom_env_row_t *table);
+int pscom_env_is_set(const char *name);
+
+/* pscom_log.c */
+void pscom_log_init(void);
+const char *pscom_log_prefix_name(void);
+void pscom_log_set_name(const char *name);
+void pscom_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* pscom_plugin.c */
+void pscom_plugins_init(void);
+void pscom_plugins_destroy(void);
+int pscom_plugin_count(void);
+const pscom_plugin_t *pscom_plugin_get(int index); /* usable plugins in selection order */
+size_t pscom_plugin_rendezvous(const pscom_plugin_t *plugin);
+int pscom_plugin_index(const char *name);
+
+/* pscom_reactor.c */
+void pscom_reactor_init(void);
+void pscom_reactor_destroy(void);
+int pscom_progress_poll(void);   /* one non-blocking round; nonzero: something happened */
+void pscom_progress_block(int timeout_ms);
+void pscom_wait_until(int (*done)(void *), void *arg);
+
+
+/* pscom_sock.c */
+void pscom_sock_close(pscom_sock_t *sock);
+
+/* pscom_con.c */
+pscom_con_t *pscom_con_create(pscom_sock_t *sock);
+void pscom_con_set_name(pscom_con_t *con);
+void pscom_con_established(pscom_con_t *con, const pscom_plugin_t *plugin, int fd);
+void pscom_con_fail(pscom_con_t *con, pscom_op_t op, pscom_err_t err);
+void pscom_con_free(pscom_con_t *con);
+void pscom_con_start_connect(pscom_con_t *con);
+pscom_con_t *pscom_con_find_by_addr(pscom_sock_t *sock, const char *addr);
+int pscom_ep_addr(const char *ep, char *addr, size_t addrlen, char *name, size_t namelen);
+
+/* pscom_sockutil.c */
+int socket_fd_listen(int portno);
+int socket_fd_connect(const char *addr);
+void socket_fd_peer_str(int fd, char *buf, size_t len);
+
+/* pscom_precon.c: the handshake on a fresh TCP connection */
+void pscom_precon_accept(pscom_sock_t *sock, int fd);
+precon_t *pscom_precon_connect(pscom_con_t *con);
+void pscom_precon_destroy(precon_t *pre);
+void pscom_precon_check_timeouts(void);
+
+/* pscom_io.c */
+void pscom_req_complete(pscom_req_t *req);
+void pscom_con_queue_send(pscom_con_t *con, pscom_req_t *req);
+pscom_req_t *pscom_req_create_internal(size_t xheader_len, size_t data_len);
+void pscom_send_ctrl(pscom_con_t *con, uint8_t type, const void *xh, size_t xlen,
+                     const void *data, size_t dlen);
+void pscom_con_fail_requests(pscom_con_t *con, pscom_err_t err);
+pscom_req_t *pscom_recv_match(pscom_con_t *con, pscom_header_net_t *hdr, int rndv);
+void pscom_con_drop_generated(pscom_con_t *con);
+
+/* pscom_rndv.c */
+void pscom_rndv_prepare_send(pscom_con_t *con, pscom_req_t *req);
+pscom_req_t *pscom_rndv_dispatch(pscom_con_t *con, pscom_header_net_t *hdr);
+void pscom_rndv_start_pull(pscom_con_t *con, pscom_req_t *req);
+
+/* pscom_req.c */
+pscom_req_t *pscom_req_alloc(size_t max_xheader_len, size_t user_size);
+void pscom_req_release(pscom_req_t *req);
+
+#endif

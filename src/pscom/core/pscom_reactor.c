@@ -1,0 +1,215 @@
+/*
+ * Progress: busy-polled pollers (shm rings) and file descriptors in one epoll set.
+ * Waiting spins for PSP_SPIN_US without progress, then blocks in epoll_wait; pollers arm a
+ * wakeup (the shm doorbell) before that so that nothing is missed.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <poll.h>
+#include <time.h>
+#include <unistd.h>
+#include "pscom_priv.h"
+
+#define MAX_EVENTS 64
+
+static pscom_poller_t pollers = {&pollers, &pollers, NULL, NULL, NULL};
+static int pollers_changed;
+static int epfd = -1;
+static int n_fds;
+static int n_busy_fds;
+static unsigned int round_count;
+
+/* events of the epoll round being dispatched, so that a delete can cancel pending ones */
+static struct epoll_event evs[MAX_EVENTS];
+static int ev_next, ev_count;
+
+void pscom_reactor_init(void)
+{
+    if (epfd >= 0)
+        return;
+    epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (epfd < 0)
+        pscom_fatal("epoll_create1: %s", strerror(errno));
+}
+
+void pscom_reactor_destroy(void)
+{
+    if (epfd >= 0)
+        close(epfd);
+    epfd = -1;
+}
+
+void pscom_poller_add(pscom_poller_t *p)
+{
+    p->next = &pollers;
+    p->prev = pollers.prev;
+    pollers.prev->next = p;
+    pollers.prev = p;
+    pollers_changed = 1;
+}
+
+void pscom_poller_del(pscom_poller_t *p)
+{
+    if (!p->next || p->next == p)
+        return;
+    p->prev->next = p->next;
+    p->next->prev = p->prev;
+    p->next = p->prev = p;
+    pollers_changed = 1;
+}
+
+int pscom_ufd_add(pscom_ufd_t *ufd)
+{
+    struct epoll_event ev = {.events = ufd->events, .data.ptr = ufd};
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, ufd->fd, &ev) < 0)
+        return -1;
+    n_fds++;
+    return 0;
+}
+
+void pscom_ufd_mod(pscom_ufd_t *ufd, uint32_t events)
+{
+    if (ufd->events == events)
+        return;
+    ufd->events = events;
+    struct epoll_event ev = {.events = events, .data.ptr = ufd};
+    epoll_ctl(epfd, EPOLL_CTL_MOD, ufd->fd, &ev);
+}
+
+void pscom_ufd_del(pscom_ufd_t *ufd)
+{
+    epoll_ctl(epfd, EPOLL_CTL_DEL, ufd->fd, NULL);
+    n_fds--;
+    for (int i = ev_next; i < ev_count; i++)
+        if (evs[i].data.ptr == ufd)
+            evs[i].data.ptr = NULL;
+}
+
+void pscom_reactor_busy_fd(int delta)
+{
+    n_busy_fds += delta;
+}
+
+static int epoll_round(int timeout_ms)
+{
+    int n = epoll_wait(epfd, evs, MAX_EVENTS, timeout_ms);
+    if (n <= 0)
+        return 0;
+    ev_count = n;
+    for (ev_next = 0; ev_next < ev_count;) {
+        struct epoll_event *ev = &evs[ev_next++];
+        pscom_ufd_t *ufd = ev->data.ptr;
+        if (ufd)
+            ufd->handler(ufd, ev->events);
+    }
+    ev_count = ev_next = 0;
+    return 1;
+}
+
+int pscom_progress_poll(void)
+{
+    int made = 0;
+    pollers_changed = 0;
+    for (pscom_poller_t *p = pollers.next; p != &pollers;) {
+        pscom_poller_t *next = p->next;
+        made |= p->poll(p);
+        if (pollers_changed)
+            break; /* the list changed under us; the rest waits for the next round */
+        p = next;
+    }
+    /* fds that carry data are polled every round; listen and doorbell fds now and then */
+    if (n_busy_fds > 0 || (++round_count & 31) == 0)
+        made |= epoll_round(0);
+    return made;
+}
+
+static int block_hint_ms = -1;
+
+void pscom_progress_block_hint(int timeout_ms)
+{
+    if (block_hint_ms < 0 || timeout_ms < block_hint_ms)
+        block_hint_ms = timeout_ms;
+}
+
+void pscom_progress_block(int timeout_ms)
+{
+    int work = 0;
+    block_hint_ms = -1;
+    pscom_precon_check_timeouts();
+    for (pscom_poller_t *p = pollers.next; p != &pollers; p = p->next)
+        if (p->prepare_block && p->prepare_block(p))
+            work = 1;
+    if (block_hint_ms >= 0 && (timeout_ms < 0 || block_hint_ms < timeout_ms))
+        timeout_ms = block_hint_ms;
+    if (!work) {
+        pscom_stats.progress_blocks++;
+        if (g.threaded) {
+            /* wait without the lock; fetch the events with it */
+            struct pollfd pfd = {.fd = epfd, .events = POLLIN};
+            pscom_unlock();
+            poll(&pfd, 1, timeout_ms);
+            pscom_lock();
+            epoll_round(0);
+        } else {
+            epoll_round(timeout_ms);
+        }
+    }
+    for (pscom_poller_t *p = pollers.next; p != &pollers; p = p->next)
+        if (p->end_block)
+            p->end_block(p);
+}
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void pscom_wait_until(int (*done)(void *), void *arg)
+{
+    unsigned int idle = 0;
+    uint64_t idle_since = 0;
+    while (!done(arg)) {
+        if (pscom_progress_poll()) {
+            idle = 0;
+            idle_since = 0;
+            continue;
+        }
+        if (g.threaded) {
+            pscom_unlock();
+            if (pscom_config.sched_yield)
+                sched_yield();
+            pscom_lock();
+        } else if (pscom_config.sched_yield) {
+            sched_yield();
+        }
+        if (++idle & 63)
+            continue;
+        uint64_t now = now_us();
+        if (!idle_since) {
+            idle_since = now;
+            continue;
+        }
+        if (now - idle_since < pscom_config.spin_us)
+            continue;
+        if (done(arg))
+            break;
+        pscom_progress_block(1000);
+        idle_since = 0;
+    }
+}
+
+PSCOM_API int pscom_progress(int timeout_ms)
+{
+    pscom_lock();
+    int made = pscom_progress_poll();
+    if (!made && timeout_ms != 0) {
+        pscom_progress_block(timeout_ms < 0 ? 1000 : timeout_ms);
+        made = pscom_progress_poll();
+    }
+    pscom_unlock();
+    return made;
+}

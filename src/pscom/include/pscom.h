@@ -1,0 +1,356 @@
+/*
+ * pscom.h - public API of libpscom, reliable ordered messaging between processes.
+ *
+ * Model (see README.md next to this directory):
+ *   socket      a listening endpoint; owns connections and the ANY-source queues.
+ *   connection  one per peer; carries one transport (shm, tcp, ...), chosen at connect time.
+ *   request     a send or receive of one message: a small user header ("xheader", at most
+ *               PSCOM_XHEADER_MAX bytes) plus data of any size (wire limit PSCOM_DATA_LEN_MAX).
+ *
+ * Matching belongs to the user: a receive carries a recv_accept() callback that looks at the
+ * incoming message's header and says yes or no. Messages that no posted receive accepts are
+ * offered to the socket's default_recv() hook and otherwise become "generated" requests, kept
+ * per connection and per socket in arrival order until a receive or probe finds them.
+ *
+ * Progress is made only inside pscom calls. Completion runs the request's io_done() callback
+ * from inside a pscom call. pscom knows nothing of MPI.
+ */
+#ifndef PSCOM_H_INCLUDED
+#define PSCOM_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* API version: major << 8 | minor. pscom_init() refuses a different major or a newer minor. */
+#define PSCOM_VERSION_MAJOR 1
+#define PSCOM_VERSION_MINOR 0
+#define PSCOM_VERSION       ((PSCOM_VERSION_MAJOR << 8) | PSCOM_VERSION_MINOR)
+
+/* Largest user header of one message. */
+#define PSCOM_XHEADER_MAX 4096
+/* Largest data of one message that the wire format carries (48 bits: 256 TiB). */
+#define PSCOM_DATA_LEN_MAX ((1ULL << 48) - 1)
+/* Longest endpoint string, including the terminating NUL. */
+#define PSCOM_EP_STR_MAX 128
+/* Longest socket name ("r0000003"), including the NUL. */
+#define PSCOM_NAME_MAX 16
+
+#define PSCOM_ANYPORT (-1)
+
+typedef enum pscom_err {
+    PSCOM_SUCCESS = 0,
+    PSCOM_ERR_STDERROR = -1,   /* see errno */
+    PSCOM_ERR_INVALID = -2,    /* bad argument */
+    PSCOM_ERR_ALREADY = -3,    /* already done (e.g. connect twice) */
+    PSCOM_NOT_IMPLEMENTED = -4,
+    PSCOM_ERR_EOF = -5,        /* peer closed the connection */
+    PSCOM_ERR_IOERROR = -6,    /* transport failed; peer probably died */
+    PSCOM_ERR_UNSUPPORTED_VERSION = -7,
+    PSCOM_ERR_CONNECTION_REFUSED = -8,
+    PSCOM_ERR_PROTOCOL = -9,   /* peer sent something malformed */
+    PSCOM_ERR_NOMEM = -10,
+} pscom_err_t;
+
+typedef enum pscom_op {
+    PSCOM_OP_READ = 1,
+    PSCOM_OP_WRITE = 2,
+    PSCOM_OP_CONNECT = 3,
+    PSCOM_OP_RW = 4,
+} pscom_op_t;
+
+typedef enum pscom_con_state {
+    PSCOM_CON_STATE_NO_RW = 0,
+    PSCOM_CON_STATE_ONDEMAND = 1,  /* address known; connects on first send */
+    PSCOM_CON_STATE_CONNECTING = 2,
+    PSCOM_CON_STATE_ACCEPTING = 3,
+    PSCOM_CON_STATE_RW = 4,        /* established */
+    PSCOM_CON_STATE_CLOSING = 5,
+    PSCOM_CON_STATE_CLOSED = 6,    /* orderly closed by either side */
+    PSCOM_CON_STATE_ERROR = 7,     /* broken; see the error callback */
+} pscom_con_state_t;
+
+/* Request state bits. */
+#define PSCOM_REQ_STATE_SEND        0x00000001u
+#define PSCOM_REQ_STATE_RECV        0x00000002u
+#define PSCOM_REQ_STATE_GRECV       0x00000004u /* generated: an unexpected message */
+#define PSCOM_REQ_STATE_POSTED      0x00000008u
+#define PSCOM_REQ_STATE_IO_STARTED  0x00000010u
+#define PSCOM_REQ_STATE_IO_DONE     0x00000020u
+#define PSCOM_REQ_STATE_ERROR       0x00000040u
+#define PSCOM_REQ_STATE_CANCELED    0x00000080u
+#define PSCOM_REQ_STATE_TRUNCATED   0x00000100u
+#define PSCOM_REQ_STATE_DONE        0x00000200u /* io_done has been called (or is running) */
+#define PSCOM_REQ_STATE_RENDEZVOUS  0x00000400u
+#define PSCOM_REQ_STATE_MERGED      0x00000800u /* a receive that took over a generated one */
+
+typedef struct pscom_socket pscom_socket_t;
+typedef struct pscom_connection pscom_connection_t;
+typedef struct pscom_request pscom_request_t;
+
+/*
+ * The header of a message as it travels. The user header (xheader_len bytes) follows it
+ * directly in memory wherever pscom hands a header to a callback: use pscom_header_xheader().
+ */
+typedef struct pscom_header_net {
+    uint64_t data_len;    /* bytes of data that follow the xheader */
+    uint16_t xheader_len; /* bytes of user header */
+    uint8_t msg_type;     /* PSCOM_MSGTYPE_USER for every user message */
+    uint8_t version;      /* wire version; checked on receipt */
+    uint32_t reserved;    /* zero */
+} pscom_header_net_t;
+
+#define PSCOM_MSGTYPE_USER 0
+
+static inline void *pscom_header_xheader(const pscom_header_net_t *header)
+{
+    return (void *)(header + 1);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Library */
+
+/* Initialise the library. version: PSCOM_VERSION. Safe to call more than once. */
+pscom_err_t pscom_init(int version);
+/* Like pscom_init, and every later call is serialised by one library lock. */
+pscom_err_t pscom_init_thread(int version);
+/* Close all sockets and release everything. Also runs at exit. */
+void pscom_cleanup(void);
+/* Version the library was built with, as "major.minor.patch". */
+const char *pscom_version_str(void);
+/* Change PSP_DEBUG at run time. */
+void pscom_set_debug(int level);
+/* Readable text for an error code. */
+const char *pscom_err_str(pscom_err_t err);
+/* Dump sockets, connections, pending requests and counters (what PSP_SIGQUIT prints). */
+void pscom_dump_info(FILE *out);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Sockets */
+
+struct pscom_socket_ops {
+    /* A peer connected to this socket that no pscom_connect() announced. May be NULL. */
+    void (*con_accept)(pscom_connection_t *con);
+    /* A connection failed or was closed by the peer. Called once per connection. May be NULL. */
+    void (*con_error)(pscom_connection_t *con, pscom_op_t op, pscom_err_t err);
+    /*
+     * A message arrived that no posted receive accepted. Return a receive request to take it
+     * (its data buffer must hold header->data_len bytes or the message is truncated), or NULL
+     * to queue it as a generated request. The netmod carries its active messages through this.
+     */
+    pscom_request_t *(*default_recv)(pscom_connection_t *con, pscom_header_net_t *header);
+};
+
+struct pscom_socket {
+    struct pscom_socket_ops ops;
+    int listen_portno;           /* -1 while not listening */
+    char local_name[PSCOM_NAME_MAX];
+    size_t userdata_size;
+    void *userdata;              /* userdata_size bytes, zeroed, owned by the user */
+};
+
+/* Open a socket with userdata_size bytes for the user and con_userdata_size per connection. */
+pscom_socket_t *pscom_open_socket(size_t userdata_size, size_t con_userdata_size);
+/* Name this socket (at most PSCOM_NAME_MAX-1 chars), e.g. "r0000003"; used in logs and ep. */
+void pscom_socket_set_name(pscom_socket_t *socket, const char *name);
+/* Listen on a TCP port (PSCOM_ANYPORT: any). Needed before others can connect to us. */
+pscom_err_t pscom_listen(pscom_socket_t *socket, int portno);
+/* Stop accepting new connections; established ones stay. */
+void pscom_stop_listen(pscom_socket_t *socket);
+/*
+ * Endpoint string that peers pass to pscom_connect(): "ip:port@name". Valid while the socket
+ * lives and listens. NULL when not listening.
+ */
+const char *pscom_socket_get_ep_str(pscom_socket_t *socket);
+/* Close a socket with all its connections (each flushes its sends first). NULL: all sockets. */
+void pscom_close_socket(pscom_socket_t *socket);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Connections */
+
+#define PSCOM_CON_FLAG_DIRECT   0x1 /* connect now and wait until established */
+#define PSCOM_CON_FLAG_ONDEMAND 0x2 /* connect on the first send (or when the peer connects) */
+
+struct pscom_connection {
+    pscom_socket_t *socket;
+    pscom_con_state_t state;
+    const char *transport;  /* "shm", "tcp", ...; "ondemand" or "none" before connecting */
+    size_t userdata_size;
+    void *userdata;         /* con_userdata_size bytes, zeroed */
+};
+
+typedef struct pscom_con_info {
+    char transport[16];
+    char peer_ep[PSCOM_EP_STR_MAX]; /* peer's endpoint string ("" if the peer has none) */
+    char peer_name[PSCOM_NAME_MAX];
+    char peer_host[64];
+    int peer_pid;
+    pscom_con_state_t state;
+} pscom_con_info_t;
+
+/* A new, unconnected connection object of this socket. */
+pscom_connection_t *pscom_open_connection(pscom_socket_t *socket);
+/*
+ * Connect to the socket with endpoint string ep_str. flags: PSCOM_CON_FLAG_DIRECT (blocks until
+ * connected or failed) or PSCOM_CON_FLAG_ONDEMAND (returns at once). If both peers connect to
+ * each other at the same time, they end up with one connection.
+ */
+pscom_err_t pscom_connect(pscom_connection_t *con, const char *ep_str, int flags);
+/* Flush pending sends, tell the peer, release the connection. con is invalid afterwards. */
+void pscom_close_connection(pscom_connection_t *con);
+/* Fill info for con. */
+void pscom_con_info(pscom_connection_t *con, pscom_con_info_t *info);
+/* One line describing con: "r0000004 (10.0.0.2:4711, pid 123) via shm". Static buffer. */
+const char *pscom_con_str(pscom_connection_t *con);
+/* Iterate a socket's connections: pass NULL to start; returns NULL after the last. */
+pscom_connection_t *pscom_get_next_connection(pscom_socket_t *socket, pscom_connection_t *con);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Requests */
+
+struct pscom_request_ops {
+    /*
+     * Receive only: does this request take the message with this header (xheader follows it)?
+     * con is the connection it came from. Return nonzero to accept. NULL accepts everything.
+     */
+    int (*recv_accept)(pscom_request_t *req, pscom_connection_t *con, pscom_header_net_t *header);
+    /* Called once when the request is complete (check state for ERROR/CANCELED/TRUNCATED). */
+    void (*io_done)(pscom_request_t *req);
+};
+
+struct pscom_request {
+    unsigned int state;         /* PSCOM_REQ_STATE_* bits; read only */
+    size_t xheader_len;         /* send: bytes of xheader to send; recv: bytes received */
+    size_t data_len;            /* send: bytes to send; recv: buffer size, then bytes received */
+    void *data;
+    pscom_connection_t *connection; /* send: target; recv: source or NULL for any */
+    pscom_socket_t *socket;         /* recv with connection == NULL: the socket to receive on */
+    struct pscom_request_ops ops;
+    size_t user_size;
+    void *user;                 /* user_size bytes for the caller, zeroed at create */
+    size_t max_xheader_len;
+    void *xheader;              /* max_xheader_len bytes; == pscom_header_xheader(&header) */
+    /* Received message's header (recv) or the header that was sent. Keep last: the
+       xheader storage follows it in memory. */
+    pscom_header_net_t header;
+};
+
+/* A request with room for an xheader of max_xheader_len bytes and user_size bytes of user data. */
+pscom_request_t *pscom_request_create(size_t max_xheader_len, size_t user_size);
+/* Free a request that is not pending (DONE, or never posted). */
+void pscom_request_free(pscom_request_t *req);
+
+/*
+ * Send req->xheader (req->xheader_len bytes) and req->data (req->data_len bytes) on
+ * req->connection. Eager or rendezvous is chosen per transport. The buffer must stay untouched
+ * until io_done. Messages on one connection arrive in the order they were posted.
+ */
+void pscom_post_send(pscom_request_t *req);
+/*
+ * Post a receive: from req->connection, or from any connection of req->socket when
+ * req->connection is NULL. Generated requests (unexpected messages) are searched first.
+ */
+void pscom_post_recv(pscom_request_t *req);
+
+/*
+ * Probe for a message that req would accept (same fields as for post_recv). On a match,
+ * return 1 and fill req->header, req->xheader, req->xheader_len, req->data_len and
+ * req->connection; the message stays queued. Makes progress once.
+ */
+int pscom_iprobe(pscom_request_t *req);
+/* Blocking form of pscom_iprobe. */
+void pscom_probe(pscom_request_t *req);
+
+/* Cancel a posted receive that has not begun to receive. Returns 1 if cancelled. */
+int pscom_cancel_recv(pscom_request_t *req);
+
+/* Make progress on all sockets; wait up to timeout_ms (0: poll, -1: forever) if nothing
+   happens. Returns nonzero if anything happened. */
+int pscom_progress(int timeout_ms);
+/* Wait until req is DONE. */
+void pscom_wait(pscom_request_t *req);
+/* Wait until all requests in the NULL-terminated array are DONE. */
+void pscom_wait_all(pscom_request_t **reqs);
+/* Wait until one of the NULL-terminated array is DONE; returns its index. */
+int pscom_wait_any(pscom_request_t **reqs);
+/* Progress once; returns 1 if req is DONE. */
+int pscom_test(pscom_request_t *req);
+
+static inline int pscom_req_is_done(const pscom_request_t *req)
+{
+    return (req->state & PSCOM_REQ_STATE_DONE) != 0;
+}
+
+static inline int pscom_req_successful(const pscom_request_t *req)
+{
+    return (req->state & (PSCOM_REQ_STATE_ERROR | PSCOM_REQ_STATE_CANCELED |
+                          PSCOM_REQ_STATE_TRUNCATED | PSCOM_REQ_STATE_DONE)) ==
+           PSCOM_REQ_STATE_DONE;
+}
+
+/* Send a copy of xheader and data; returns at once, the buffers may be reused immediately. */
+void pscom_send(pscom_connection_t *con, const void *xheader, size_t xheader_len,
+                const void *data, size_t data_len);
+/*
+ * Blocking receive of the next message from con (or any connection of socket if con is NULL)
+ * into xheader/data buffers. Returns PSCOM_SUCCESS, or an error (truncation or a broken
+ * connection). On success *con_out (if not NULL) names the source.
+ */
+pscom_err_t pscom_recv(pscom_connection_t *con, pscom_socket_t *socket, void *xheader,
+                       size_t xheader_len, void *data, size_t data_len,
+                       pscom_connection_t **con_out);
+
+const char *pscom_req_state_str(unsigned int state);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Transports ("plugins") */
+
+typedef struct pscom_plugin_info {
+    char name[16];       /* "shm", "tcp", "ucp" */
+    int priority;        /* built-in priority; higher is tried first */
+    int user_prio;       /* PSP_<NAME>: 0 = disabled by the user */
+    int available;       /* loaded and initialised */
+    size_t rendezvous;   /* eager/rendezvous threshold in bytes; SIZE_MAX = eager only */
+    char status[160];    /* "built in", "loaded from /path", or why it is not available */
+} pscom_plugin_info_t;
+
+/* Info on the index'th known plugin in selection order. Returns 0, or -1 past the end.
+   Loads dlopen'able plugins on first use. */
+int pscom_plugin_info(int index, pscom_plugin_info_t *info);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Configuration: every PSP_* variable is one row of a table (config as data). Upper layers
+   register their own rows so that pscom_info and PSP_DEBUG_PARAM show them too. */
+
+typedef enum pscom_env_type {
+    PSCOM_ENV_INT,    /* int; target: int* */
+    PSCOM_ENV_UINT,   /* unsigned; target: unsigned* */
+    PSCOM_ENV_SIZE,   /* size_t with k/M/G suffix or "inf"; target: size_t* */
+    PSCOM_ENV_BOOL,   /* 0/1, yes/no, on/off, true/false; target: int* */
+    PSCOM_ENV_STR,    /* string; target: const char** (points into environ or default) */
+} pscom_env_type_t;
+
+typedef struct pscom_env_row {
+    const char *name;  /* "PSP_DEBUG" */
+    const char *deflt; /* default as text */
+    const char *help;
+    pscom_env_type_t type;
+    void *target;
+    int min, max;      /* INT/UINT range check when min < max */
+} pscom_env_row_t;
+
+/* Register a table (terminated by a row with name NULL) under a group name and parse it now.
+   The table must stay valid for the life of the process. */
+void pscom_env_register(const char *group, const pscom_env_row_t *table);
+/* Print all registered variables; with_help adds the help text. (pscom_info -c [-d]) */
+void pscom_env_print(FILE *out, int with_help);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PSCOM_H_INCLUDED */

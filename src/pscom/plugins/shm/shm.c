@@ -1,0 +1,386 @@
+/*
+ * shm transport for peers on the same node: lock-free single-producer/single-consumer rings
+ * in a SysV segment per connection for eager messages, single-copy rendezvous with
+ * process_vm_readv (ring copies when the kernel refuses).
+ *
+ * The handshake's TCP socket stays open: it is the doorbell that wakes a peer blocked in
+ * epoll_wait, and its EOF tells us that the peer is gone.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include "pscom_plugin.h"
+#include "shm_sysv.h"
+
+static struct {
+    unsigned nslots, slot_size;
+    int cma;
+} cfg;
+
+static const pscom_env_row_t shm_env[] = {
+    {"PSP_SHM_SLOTS", "16", "Slots per direction of a shm connection's ring.", PSCOM_ENV_UINT,
+     &cfg.nslots, 2, 1024},
+    {"PSP_SHM_SLOT_SIZE", "8192", "Bytes per ring slot (multiple of 64).", PSCOM_ENV_UINT,
+     &cfg.slot_size, 256, 1 << 20},
+    {"PSP_SHM_CMA", "1", "Single-copy rendezvous with process_vm_readv (0: copy via the ring).",
+     PSCOM_ENV_BOOL, &cfg.cma, 0, 0},
+    {NULL, NULL, NULL, 0, NULL, 0, 0},
+};
+
+typedef struct shm_con shm_con_t;
+struct shm_con {
+    shm_con_t *next, *prev; /* active connections */
+    pscom_con_t *con;
+    shm_seg_t *seg;
+    shm_ring_t *out, *in;
+    uint32_t head, tail; /* next slot to write / to read */
+    uint32_t nslots, slot_size, payload;
+    pscom_ufd_t ufd; /* doorbell and peer-death detector */
+    int busy, dead, active, cma_ok;
+};
+
+typedef struct shm_offer {
+    int32_t shmid;
+    uint32_t nslots;
+    uint32_t slot_size;
+    uint32_t reserved;
+    uint64_t cookie;
+} shm_offer_t;
+
+static shm_con_t active = {.next = &active, .prev = &active};
+static unsigned list_gen;
+static pscom_poller_t poller;
+static int poller_on;
+
+static shm_con_t *shm_con_new(pscom_con_t *con, shm_seg_t *seg, int creator)
+{
+    shm_con_t *sc = calloc(1, sizeof(*sc));
+    if (!sc)
+        return NULL;
+    sc->con = con;
+    sc->seg = seg;
+    sc->nslots = seg->nslots;
+    sc->slot_size = seg->slot_size;
+    sc->payload = seg->slot_size - (uint32_t)sizeof(shm_slot_t);
+    sc->out = shm_seg_ring(seg, creator ? 0 : 1);
+    sc->in = shm_seg_ring(seg, creator ? 1 : 0);
+    sc->cma_ok = cfg.cma;
+    sc->next = sc->prev = sc;
+    return sc;
+}
+
+static void shm_con_free(shm_con_t *sc)
+{
+    shm_seg_detach(sc->seg);
+    free(sc);
+}
+
+static void ring_bell(shm_con_t *sc)
+{
+    pscom_stats.shm_doorbells++;
+    if (send(sc->ufd.fd, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN)
+        PSCOM_LOG(3, "shm doorbell to %s: %s", pscom_con_name(sc->con), strerror(errno));
+}
+
+/* ---- send ---- */
+
+static void shm_write(shm_con_t *sc)
+{
+    struct iovec iov[3];
+    int n;
+    while ((n = pscom_write_get_iov(sc->con, iov)) > 0) {
+        shm_slot_t *slot = shm_ring_slot(sc->out, sc->slot_size, sc->head);
+        if (atomic_load_explicit(&slot->len, memory_order_acquire)) {
+            pscom_stats.shm_ring_full++;
+            return; /* the poller retries; prepare_block asks for a wakeup */
+        }
+        uint32_t total = 0;
+        for (int i = 0; i < n && total < sc->payload; i++) {
+            size_t c = iov[i].iov_len < sc->payload - total ? iov[i].iov_len : sc->payload - total;
+            memcpy(slot->data + total, iov[i].iov_base, c);
+            total += (uint32_t)c;
+        }
+        /* seq_cst: orders the publish before the recv_sleeping check (Dekker with the
+           consumer's prepare_block) */
+        atomic_store(&slot->len, total);
+        if (++sc->head == sc->nslots)
+            sc->head = 0;
+        if (atomic_load(&sc->out->recv_sleeping) && atomic_exchange(&sc->out->recv_sleeping, 0))
+            ring_bell(sc);
+        pscom_write_done(sc->con, total);
+        if (sc->dead)
+            return;
+    }
+}
+
+static void shm_write_start(pscom_con_t *con)
+{
+    shm_con_t *sc = pscom_con_transport_data(con);
+    sc->busy++;
+    shm_write(sc);
+    if (--sc->busy == 0 && sc->dead)
+        shm_con_free(sc);
+}
+
+/* ---- receive ---- */
+
+/* Read what is in the ring. Returns nonzero if anything was read. */
+static int shm_read(shm_con_t *sc, int max)
+{
+    int k = 0;
+    while (k < max && !sc->dead) {
+        shm_slot_t *slot = shm_ring_slot(sc->in, sc->slot_size, sc->tail);
+        uint32_t len = atomic_load_explicit(&slot->len, memory_order_acquire);
+        if (!len)
+            break;
+        if (len > sc->payload) {
+            pscom_con_transport_failed(sc->con, PSCOM_OP_READ, PSCOM_ERR_PROTOCOL,
+                                       "corrupt shm ring slot");
+            break;
+        }
+        /* advance first: callbacks that make progress must not read this slot again */
+        if (++sc->tail == sc->nslots)
+            sc->tail = 0;
+        k++;
+        pscom_read_feed(sc->con, slot->data, len);
+        atomic_store_explicit(&slot->len, 0, memory_order_release);
+        if (atomic_load_explicit(&sc->in->send_waiting, memory_order_relaxed) &&
+            atomic_exchange(&sc->in->send_waiting, 0))
+            ring_bell(sc);
+    }
+    return k;
+}
+
+static int shm_poll(pscom_poller_t *p)
+{
+    (void)p;
+    int made = 0;
+    unsigned gen = list_gen;
+    for (shm_con_t *sc = active.next, *next; sc != &active; sc = next) {
+        next = sc->next;
+        sc->busy++;
+        made |= shm_read(sc, 8);
+        if (!sc->dead && pscom_write_pending(sc->con))
+            shm_write(sc);
+        if (--sc->busy == 0 && sc->dead)
+            shm_con_free(sc);
+        if (gen != list_gen)
+            break; /* the list changed under us */
+    }
+    return made;
+}
+
+static int shm_prepare_block(pscom_poller_t *p)
+{
+    (void)p;
+    int work = 0;
+    for (shm_con_t *sc = active.next; sc != &active; sc = sc->next) {
+        atomic_store(&sc->in->recv_sleeping, 1);
+        if (atomic_load(&shm_ring_slot(sc->in, sc->slot_size, sc->tail)->len))
+            work = 1;
+        if (pscom_write_pending(sc->con)) {
+            atomic_store(&sc->out->send_waiting, 1);
+            if (!atomic_load(&shm_ring_slot(sc->out, sc->slot_size, sc->head)->len))
+                work = 1;
+            pscom_progress_block_hint(1); /* the consumer's wakeup is best effort */
+        }
+    }
+    return work;
+}
+
+static void shm_end_block(pscom_poller_t *p)
+{
+    (void)p;
+    for (shm_con_t *sc = active.next; sc != &active; sc = sc->next) {
+        atomic_store_explicit(&sc->in->recv_sleeping, 0, memory_order_relaxed);
+        atomic_store_explicit(&sc->out->send_waiting, 0, memory_order_relaxed);
+    }
+}
+
+static void doorbell_handler(pscom_ufd_t *ufd, uint32_t revents)
+{
+    shm_con_t *sc = ufd->priv;
+    char buf[64];
+    (void)revents;
+    ssize_t n = recv(ufd->fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+        return; /* a wakeup; the poller reads the ring */
+    /* the peer is gone: take what it left in the ring first (its EOF may be there) */
+    sc->busy++;
+    while (!sc->dead && shm_read(sc, 1 << 30))
+        ;
+    if (!sc->dead)
+        pscom_con_transport_failed(sc->con, PSCOM_OP_READ, PSCOM_ERR_IOERROR,
+                                   n == 0 ? "peer process exited" : strerror(errno));
+    if (--sc->busy == 0 && sc->dead)
+        shm_con_free(sc);
+}
+
+/* ---- rendezvous ---- */
+
+static int shm_rndv_pull(pscom_con_t *con, void *dst, uint64_t remote, size_t len)
+{
+    shm_con_t *sc = pscom_con_transport_data(con);
+    if (!sc->cma_ok)
+        return -1;
+    if (shm_cma_read(pscom_con_peer_pid(con), dst, remote, len) == 0)
+        return 0;
+    if (errno == EPERM || errno == ENOSYS || errno == EACCES) {
+        sc->cma_ok = 0;
+        PSCOM_LOG(2, "single-copy from %s not permitted (%s); copying through the ring",
+                  pscom_con_name(con), strerror(errno));
+    }
+    return -1;
+}
+
+/* ---- connection life ---- */
+
+static void shm_close(pscom_con_t *con)
+{
+    shm_con_t *sc = pscom_con_transport_data(con);
+    if (!sc)
+        return;
+    if (sc->active) {
+        sc->prev->next = sc->next;
+        sc->next->prev = sc->prev;
+        sc->active = 0;
+        list_gen++;
+        pscom_ufd_del(&sc->ufd);
+        close(sc->ufd.fd);
+    }
+    if (active.next == &active && poller_on) {
+        pscom_poller_del(&poller);
+        poller_on = 0;
+    }
+    pscom_con_set_transport(con, NULL, NULL);
+    sc->dead = 1;
+    if (!sc->busy)
+        shm_con_free(sc);
+}
+
+static const pscom_con_ops_t shm_ops = {
+    .write_start = shm_write_start,
+    .close = shm_close,
+    .rndv_pull = shm_rndv_pull,
+};
+
+static uint64_t new_cookie(void)
+{
+    uint64_t c;
+    if (getrandom(&c, sizeof(c), GRND_NONBLOCK) != sizeof(c))
+        c = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&c;
+    return c;
+}
+
+static int shm_offer(pscom_con_t *con, void *blob, size_t *len)
+{
+    if (!pscom_con_peer_same_node(con))
+        return -1;
+    shm_offer_t o = {.nslots = cfg.nslots, .slot_size = cfg.slot_size, .cookie = new_cookie()};
+    int shmid;
+    shm_seg_t *seg = shm_seg_create(o.nslots, o.slot_size, &shmid, o.cookie);
+    if (!seg) {
+        PSCOM_LOG(2, "shm segment for %s: %s", pscom_con_name(con), strerror(errno));
+        return -1;
+    }
+    shm_con_t *sc = shm_con_new(con, seg, 1);
+    if (!sc) {
+        shm_seg_detach(seg);
+        return -1;
+    }
+    o.shmid = shmid;
+    memcpy(blob, &o, sizeof(o));
+    *len = sizeof(o);
+    pscom_con_set_transport(con, NULL, sc); /* pending until start or abort */
+    return 0;
+}
+
+static int shm_accept(pscom_con_t *con, const void *offer, size_t offer_len, void *blob,
+                      size_t *len)
+{
+    shm_offer_t o;
+    (void)blob;
+    *len = 0;
+    if (offer_len != sizeof(o) || !pscom_con_peer_same_node(con))
+        return -1;
+    memcpy(&o, offer, sizeof(o));
+    if (o.nslots < 2 || o.nslots > 1024 || o.slot_size < 256 || o.slot_size > (1u << 20) ||
+        o.slot_size % 64)
+        return -1;
+    shm_seg_t *seg = shm_seg_attach(o.shmid, o.cookie, o.nslots, o.slot_size);
+    if (!seg) {
+        PSCOM_LOG(2, "attach shm segment of %s: %s", pscom_con_name(con), strerror(errno));
+        return -1;
+    }
+    shm_con_t *sc = shm_con_new(con, seg, 0);
+    if (!sc) {
+        shm_seg_detach(seg);
+        return -1;
+    }
+    pscom_con_set_transport(con, NULL, sc);
+    return 0;
+}
+
+static int shm_finish(pscom_con_t *con, const void *reply, size_t reply_len)
+{
+    (void)con;
+    (void)reply;
+    (void)reply_len;
+    return 0;
+}
+
+static void shm_abort(pscom_con_t *con)
+{
+    shm_con_t *sc = pscom_con_transport_data(con);
+    pscom_con_set_transport(con, NULL, NULL);
+    if (sc)
+        shm_con_free(sc);
+}
+
+static void shm_start(pscom_con_t *con, int fd)
+{
+    shm_con_t *sc = pscom_con_transport_data(con);
+    sc->ufd = (pscom_ufd_t){.fd = fd, .events = EPOLLIN, .handler = doorbell_handler, .priv = sc};
+    pscom_ufd_add(&sc->ufd);
+    sc->next = &active;
+    sc->prev = active.prev;
+    active.prev->next = sc;
+    active.prev = sc;
+    sc->active = 1;
+    list_gen++;
+    pscom_con_set_transport(con, &shm_ops, sc);
+    if (!poller_on) {
+        poller = (pscom_poller_t){.poll = shm_poll, .prepare_block = shm_prepare_block,
+                                  .end_block = shm_end_block};
+        pscom_poller_add(&poller);
+        poller_on = 1;
+    }
+}
+
+static int shm_init(void)
+{
+    if (cfg.slot_size % 64) {
+        cfg.slot_size = (cfg.slot_size + 63) & ~63u;
+        pscom_log(1, "warning: PSP_SHM_SLOT_SIZE rounded up to %u", cfg.slot_size);
+    }
+    return 0;
+}
+
+const pscom_plugin_t pscom_plugin_shm = {
+    .name = "shm",
+    .api_version = PSCOM_PLUGIN_API_VERSION,
+    .priority = 90,
+    .rendezvous = 65536,
+    .env = shm_env,
+    .init = shm_init,
+    .con_offer = shm_offer,
+    .con_accept = shm_accept,
+    .con_finish = shm_finish,
+    .con_abort = shm_abort,
+    .con_start = shm_start,
+};

@@ -1,0 +1,178 @@
+/*
+ * tcp transport: the handshake's TCP socket becomes the data stream. Non-blocking, writev of
+ * header and user buffer, data read straight into the matched receive buffer.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include "pscom_plugin.h"
+#include "tcp_socket.h"
+
+#define READAHEAD 32768
+
+static struct {
+    int nodelay;
+    size_t sndbuf, rcvbuf;
+} cfg;
+
+static const pscom_env_row_t tcp_env[] = {
+    {"PSP_TCP_NODELAY", "1", "Set TCP_NODELAY on tcp connections.", PSCOM_ENV_BOOL, &cfg.nodelay,
+     0, 0},
+    {"PSP_TCP_SNDBUF", "0", "SO_SNDBUF of tcp connections (0: kernel default).", PSCOM_ENV_SIZE,
+     &cfg.sndbuf, 0, 0},
+    {"PSP_TCP_RCVBUF", "0", "SO_RCVBUF of tcp connections (0: kernel default).", PSCOM_ENV_SIZE,
+     &cfg.rcvbuf, 0, 0},
+    {NULL, NULL, NULL, 0, NULL, 0, 0},
+};
+
+typedef struct tcp_con {
+    pscom_con_t *con;
+    pscom_ufd_t ufd;
+    int busy; /* inside a handler: close must not free us */
+    int dead;
+    char ra[READAHEAD];
+} tcp_con_t;
+
+static void tcp_fail(tcp_con_t *tc, pscom_op_t op, const char *why)
+{
+    pscom_con_transport_failed(tc->con, op, PSCOM_ERR_IOERROR, why);
+}
+
+static void tcp_write(tcp_con_t *tc)
+{
+    struct iovec iov[3];
+    int n;
+    while ((n = pscom_write_get_iov(tc->con, iov)) > 0) {
+        ssize_t w = tcp_socket_writev(tc->ufd.fd, iov, n);
+        if (w < 0) {
+            if (errno == EAGAIN) {
+                pscom_ufd_mod(&tc->ufd, EPOLLIN | EPOLLOUT);
+                return;
+            }
+            tcp_fail(tc, PSCOM_OP_WRITE, strerror(errno));
+            return;
+        }
+        pscom_write_done(tc->con, (size_t)w);
+        if (tc->dead)
+            return;
+    }
+    pscom_ufd_mod(&tc->ufd, EPOLLIN);
+}
+
+static void tcp_write_start(pscom_con_t *con)
+{
+    tcp_con_t *tc = pscom_con_transport_data(con);
+    tc->busy++;
+    tcp_write(tc);
+    if (--tc->busy == 0 && tc->dead)
+        free(tc);
+}
+
+static void tcp_read(tcp_con_t *tc)
+{
+    for (int round = 0; round < 16 && !tc->dead; round++) {
+        void *direct;
+        size_t len = pscom_read_direct_buf(tc->con, &direct);
+        ssize_t n = len ? tcp_socket_read(tc->ufd.fd, direct, len)
+                        : tcp_socket_read(tc->ufd.fd, tc->ra, sizeof(tc->ra));
+        if (n == 0) {
+            tcp_fail(tc, PSCOM_OP_READ, "peer closed the connection (died?)");
+            return;
+        }
+        if (n < 0) {
+            if (errno != EAGAIN)
+                tcp_fail(tc, PSCOM_OP_READ, strerror(errno));
+            return;
+        }
+        if (len)
+            pscom_read_direct_done(tc->con, (size_t)n);
+        else
+            pscom_read_feed(tc->con, tc->ra, (size_t)n);
+        if (!len && (size_t)n < sizeof(tc->ra))
+            return; /* drained */
+    }
+}
+
+static void tcp_handler(pscom_ufd_t *ufd, uint32_t revents)
+{
+    tcp_con_t *tc = ufd->priv;
+    tc->busy++;
+    if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
+        tcp_read(tc);
+    if (!tc->dead && (revents & EPOLLOUT))
+        tcp_write(tc);
+    if (--tc->busy == 0 && tc->dead)
+        free(tc);
+}
+
+static void tcp_close(pscom_con_t *con)
+{
+    tcp_con_t *tc = pscom_con_transport_data(con);
+    pscom_ufd_del(&tc->ufd);
+    pscom_reactor_busy_fd(-1);
+    tcp_socket_close(tc->ufd.fd);
+    tc->dead = 1;
+    if (!tc->busy)
+        free(tc);
+}
+
+static const pscom_con_ops_t tcp_ops = {
+    .write_start = tcp_write_start,
+    .close = tcp_close,
+    .rndv_pull = NULL, /* large messages: the sender pushes after the receiver matched */
+};
+
+static int tcp_offer(pscom_con_t *con, void *blob, size_t *len)
+{
+    (void)con;
+    (void)blob;
+    *len = 0;
+    return 0;
+}
+
+static int tcp_accept(pscom_con_t *con, const void *offer, size_t offer_len, void *blob,
+                      size_t *len)
+{
+    (void)con;
+    (void)offer;
+    (void)offer_len;
+    (void)blob;
+    *len = 0;
+    return 0;
+}
+
+static int tcp_finish(pscom_con_t *con, const void *reply, size_t reply_len)
+{
+    (void)con;
+    (void)reply;
+    (void)reply_len;
+    return 0;
+}
+
+static void tcp_start(pscom_con_t *con, int fd)
+{
+    tcp_con_t *tc = calloc(1, sizeof(*tc));
+    if (!tc) {
+        pscom_con_transport_failed(con, PSCOM_OP_CONNECT, PSCOM_ERR_NOMEM, "out of memory");
+        return;
+    }
+    tc->con = con;
+    tcp_socket_tune(fd, cfg.nodelay, cfg.sndbuf, cfg.rcvbuf);
+    tc->ufd = (pscom_ufd_t){.fd = fd, .events = EPOLLIN, .handler = tcp_handler, .priv = tc};
+    pscom_con_set_transport(con, &tcp_ops, tc);
+    pscom_ufd_add(&tc->ufd);
+    pscom_reactor_busy_fd(1);
+}
+
+const pscom_plugin_t pscom_plugin_tcp = {
+    .name = "tcp",
+    .api_version = PSCOM_PLUGIN_API_VERSION,
+    .priority = 2,
+    .rendezvous = SIZE_MAX,
+    .env = tcp_env,
+    .con_offer = tcp_offer,
+    .con_accept = tcp_accept,
+    .con_finish = tcp_finish,
+    .con_start = tcp_start,
+};
