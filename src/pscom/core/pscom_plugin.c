@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <dlfcn.h>
+#include <glob.h>
 #include <libgen.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -16,7 +17,8 @@ extern const pscom_plugin_t pscom_plugin_shm;
 extern const pscom_plugin_t pscom_plugin_tcp;
 
 static const pscom_plugin_t *const builtin[] = {&pscom_plugin_shm, &pscom_plugin_tcp};
-/* transports that live in their own library, loaded when present */
+/* transports that live in their own library: these are always listed (pscom_info says why
+   one is missing); any other libpscom4<name>.so found in the plugin directories is added */
 static const char *const loadable[] = {"ucp", "gw"};
 
 #define MAX_PLUGINS 8
@@ -134,6 +136,37 @@ static void try_load(plugin_slot_t *s)
                  s->name);
 }
 
+/* libpscom4<name>.so files in the plugin directories that are not listed yet */
+static void add_found_plugins(void)
+{
+    const char *dirs[2] = {pscom_config.plugindir, self_dir()};
+    for (int d = 0; d < 2; d++) {
+        if (!dirs[d] || !*dirs[d])
+            continue;
+        char pattern[4200];
+        glob_t gl;
+        snprintf(pattern, sizeof(pattern), "%s/libpscom4*.so", dirs[d]);
+        if (glob(pattern, 0, NULL, &gl) != 0)
+            continue;
+        for (size_t i = 0; i < gl.gl_pathc && n_slots < MAX_PLUGINS; i++) {
+            const char *base = strrchr(gl.gl_pathv[i], '/');
+            base = base ? base + 1 : gl.gl_pathv[i];
+            char name[16];
+            size_t len = strlen(base) - strlen("libpscom4") - strlen(".so");
+            if (len == 0 || len >= sizeof(name))
+                continue;
+            memcpy(name, base + strlen("libpscom4"), len);
+            name[len] = '\0';
+            int ok = 1;
+            for (size_t k = 0; k < len; k++)
+                ok &= isalnum((unsigned char)name[k]) != 0;
+            if (ok && !slot_by_name(name))
+                snprintf(slots[n_slots++].name, sizeof(slots[0].name), "%s", name);
+        }
+        globfree(&gl);
+    }
+}
+
 static void sort_order(void)
 {
     n_order = 0;
@@ -166,6 +199,7 @@ void pscom_plugins_init(void)
         plugin_slot_t *s = &slots[n_slots++];
         snprintf(s->name, sizeof(s->name), "%s", loadable[i]);
     }
+    add_found_plugins();
     for (int i = 0; i < n_slots; i++) {
         plugin_slot_t *s = &slots[i];
         register_rows(s);

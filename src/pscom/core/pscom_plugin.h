@@ -24,6 +24,9 @@
 
 typedef struct pscom_con pscom_con_t;
 
+/* exported so that dlopen'ed plugins (libpscom4<name>.so) can call back into core */
+#define PSCOM_PLUGIN_API __attribute__((visibility("default")))
+
 /* Per-connection data path of a transport (set in con_start). */
 typedef struct pscom_con_ops {
     /* The send queue became non-empty: write what can be written now. */
@@ -62,35 +65,35 @@ typedef struct pscom_plugin {
 /* ---- what core offers plugins ---- */
 
 /* Transport state of a connection. */
-void pscom_con_set_transport(pscom_con_t *con, const pscom_con_ops_t *ops, void *data);
-void *pscom_con_transport_data(pscom_con_t *con);
+PSCOM_PLUGIN_API void pscom_con_set_transport(pscom_con_t *con, const pscom_con_ops_t *ops, void *data);
+PSCOM_PLUGIN_API void *pscom_con_transport_data(pscom_con_t *con);
 
 /* Identity of the peer, known from the handshake. */
-int pscom_con_peer_pid(pscom_con_t *con);
-int pscom_con_peer_same_node(pscom_con_t *con);
-const char *pscom_con_name(pscom_con_t *con); /* for log lines */
-pscom_connection_t *pscom_con_pub(pscom_con_t *con);
+PSCOM_PLUGIN_API int pscom_con_peer_pid(pscom_con_t *con);
+PSCOM_PLUGIN_API int pscom_con_peer_same_node(pscom_con_t *con);
+PSCOM_PLUGIN_API const char *pscom_con_name(pscom_con_t *con); /* for log lines */
+PSCOM_PLUGIN_API pscom_connection_t *pscom_con_pub(pscom_con_t *con);
 
 /* Receive side: feed bytes that arrived, in order. Core parses, matches and copies. */
-void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len);
+PSCOM_PLUGIN_API void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len);
 /* Stream transports: where the next bytes may go directly (into a matched receive buffer),
    or 0 when they should be read into the plugin's own buffer and fed. */
-size_t pscom_read_direct_buf(pscom_con_t *con, void **buf);
+PSCOM_PLUGIN_API size_t pscom_read_direct_buf(pscom_con_t *con, void **buf);
 /* Account len bytes that were read into the buffer pscom_read_direct_buf gave. */
-void pscom_read_direct_done(pscom_con_t *con, size_t len);
+PSCOM_PLUGIN_API void pscom_read_direct_done(pscom_con_t *con, size_t len);
 
 /* Send side: the unsent rest of the message at the head of the send queue as up to 3 iov
    entries. Returns the number of entries (0: nothing to send). */
-int pscom_write_get_iov(pscom_con_t *con, struct iovec iov[3]);
+PSCOM_PLUGIN_API int pscom_write_get_iov(pscom_con_t *con, struct iovec iov[3]);
 /* len bytes of what pscom_write_get_iov returned have been sent (or copied away). */
-void pscom_write_done(pscom_con_t *con, size_t len);
+PSCOM_PLUGIN_API void pscom_write_done(pscom_con_t *con, size_t len);
 /* Is anything queued for sending? */
-int pscom_write_pending(pscom_con_t *con);
+PSCOM_PLUGIN_API int pscom_write_pending(pscom_con_t *con);
 
 /* The transport broke (peer died, read error, ...). Core fails the connection's requests,
    calls the socket's error callback once and then ops->close. Orderly EOFs are recognised:
    if the peer's EOF message was already received this is silent. */
-void pscom_con_transport_failed(pscom_con_t *con, pscom_op_t op, pscom_err_t err,
+PSCOM_PLUGIN_API void pscom_con_transport_failed(pscom_con_t *con, pscom_op_t op, pscom_err_t err,
                                 const char *why);
 
 /* ---- progress: pollers (busy polled) and file descriptors (epoll) ---- */
@@ -106,10 +109,10 @@ struct pscom_poller {
     /* Woken up or not: disarm. May be NULL. */
     void (*end_block)(pscom_poller_t *poller);
 };
-void pscom_poller_add(pscom_poller_t *poller);
+PSCOM_PLUGIN_API void pscom_poller_add(pscom_poller_t *poller);
 /* From prepare_block: block at most this long (e.g. while waiting for ring space). */
-void pscom_progress_block_hint(int timeout_ms);
-void pscom_poller_del(pscom_poller_t *poller);
+PSCOM_PLUGIN_API void pscom_progress_block_hint(int timeout_ms);
+PSCOM_PLUGIN_API void pscom_poller_del(pscom_poller_t *poller);
 
 typedef struct pscom_ufd pscom_ufd_t;
 struct pscom_ufd {
@@ -118,20 +121,20 @@ struct pscom_ufd {
     void (*handler)(pscom_ufd_t *ufd, uint32_t revents);
     void *priv;
 };
-int pscom_ufd_add(pscom_ufd_t *ufd);
-void pscom_ufd_mod(pscom_ufd_t *ufd, uint32_t events);
-void pscom_ufd_del(pscom_ufd_t *ufd);
+PSCOM_PLUGIN_API int pscom_ufd_add(pscom_ufd_t *ufd);
+PSCOM_PLUGIN_API void pscom_ufd_mod(pscom_ufd_t *ufd, uint32_t events);
+PSCOM_PLUGIN_API void pscom_ufd_del(pscom_ufd_t *ufd);
 /* fds that carry data (tcp streams) are polled every round; others now and then. */
-void pscom_reactor_busy_fd(int delta);
+PSCOM_PLUGIN_API void pscom_reactor_busy_fd(int delta);
 
 /* ---- environment and logging ---- */
 
 /* A plugin's status line for pscom_info ("disabled by PSP_UCP=0", "libucp.so.0 not found"). */
-void pscom_plugin_set_status(const char *name, const char *fmt, ...)
+PSCOM_PLUGIN_API void pscom_plugin_set_status(const char *name, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-extern int pscom_debug_level;
-void pscom_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+extern PSCOM_PLUGIN_API int pscom_debug_level;
+PSCOM_PLUGIN_API void pscom_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define PSCOM_LOG(level, ...)                                                                  \
     do {                                                                                       \
         if (pscom_debug_level >= (level))                                                      \
@@ -145,6 +148,6 @@ typedef struct pscom_stats {
     uint64_t cons_opened, cons_failed, progress_blocks, garbage_cons;
     uint64_t shm_ring_full, shm_doorbells;
 } pscom_stats_t;
-extern pscom_stats_t pscom_stats;
+extern PSCOM_PLUGIN_API pscom_stats_t pscom_stats;
 
 #endif /* PSCOM_PLUGIN_H_INCLUDED */

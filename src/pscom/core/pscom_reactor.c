@@ -120,7 +120,7 @@ int pscom_progress_poll(void)
         p = next;
     }
     /* fds that carry data are polled every round; listen and doorbell fds now and then */
-    if (n_busy_fds > 0 || (++round_count & 31) == 0)
+    if (n_busy_fds > 0 || (++round_count & 255) == 0)
         made |= epoll_round(0);
     return made;
 }
