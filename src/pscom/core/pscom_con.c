@@ -1,4 +1,5 @@
 /* Connections: life cycle, identity, errors, orderly close. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,19 @@ int pscom_ep_addr(const char *ep, char *addr, size_t addrlen, char *name, size_t
         return -1;
     memcpy(addr, ep, alen);
     addr[alen] = '\0';
+    /* strictly a.b.c.d:port, so that a typo fails here and not as a refused connection */
+    char ip[INET_ADDRSTRLEN + 1];
+    const char *colon = strrchr(addr, ':');
+    size_t iplen = (size_t)(colon - addr);
+    if (iplen == 0 || iplen >= sizeof(ip))
+        return -1;
+    memcpy(ip, addr, iplen);
+    ip[iplen] = '\0';
+    struct in_addr a;
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (inet_pton(AF_INET, ip, &a) != 1 || *end || end == colon + 1 || port < 1 || port > 65535)
+        return -1;
     snprintf(name, namelen, "%s", at ? at + 1 : "");
     return 0;
 }

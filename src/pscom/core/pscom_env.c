@@ -30,10 +30,12 @@ static int parse_size(const char *s, size_t *out)
         *out = SIZE_MAX;
         return 0;
     }
+    while (isspace((unsigned char)*s))
+        s++;
     errno = 0;
     char *end;
     unsigned long long v = strtoull(s, &end, 0);
-    if (errno || end == s || *s == '-')
+    if (errno || end == s || *s == '-' || *s == '+')
         return -1;
     unsigned long long mul = 1;
     switch (tolower((unsigned char)*end)) {
@@ -93,7 +95,7 @@ static const char *type_name(pscom_env_type_t t)
     return "?";
 }
 
-/* Parse text into the row's target. Returns 0, or -1 if malformed or out of range. */
+/* Parse text into the row's target. Returns 0, -1 if malformed, -2 if out of range. */
 static int set_value(const pscom_env_row_t *row, const char *text)
 {
     long l;
@@ -103,11 +105,11 @@ static int set_value(const pscom_env_row_t *row, const char *text)
         if (parse_long(text, &l))
             return -1;
         if (row->type == PSCOM_ENV_UINT && (l < 0 || l > (long)UINT_MAX))
-            return -1;
+            return -2;
         if (row->type == PSCOM_ENV_INT && (l < INT_MIN || l > INT_MAX))
-            return -1;
+            return -2;
         if (row->min < row->max && (l < row->min || l > row->max))
-            return -1;
+            return -2;
         if (row->type == PSCOM_ENV_INT)
             *(int *)row->target = (int)l;
         else
@@ -154,11 +156,19 @@ void pscom_env_parse_table(const pscom_env_row_t *table)
         const char *val = getenv(row->name);
         if (!val)
             continue;
-        if (set_value(row, val) != 0) {
+        int err = set_value(row, val);
+        if (err == -1) {
             set_value(row, row->deflt);
-            pscom_log(1, "warning: %s='%s' is not %s%s; using the default '%s'", row->name, val,
-                      type_name(row->type),
-                      row->min < row->max ? " in the allowed range" : "", row->deflt);
+            pscom_log(1, "warning: %s='%s' is not %s; using the default '%s'", row->name, val,
+                      type_name(row->type), row->deflt);
+        } else if (err) {
+            set_value(row, row->deflt);
+            if (row->min < row->max)
+                pscom_log(1, "warning: %s='%s' is out of range [%d, %d]; using the default '%s'",
+                          row->name, val, row->min, row->max, row->deflt);
+            else
+                pscom_log(1, "warning: %s='%s' is out of range; using the default '%s'",
+                          row->name, val, row->deflt);
         }
     }
 }

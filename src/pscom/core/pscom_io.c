@@ -387,6 +387,11 @@ static int dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
                 list_del(p);
                 req_fail(list_entry(p, pscom_req_t, q), 0);
             }
+            if (!con->error_reported) {
+                con->error_reported = 1;
+                if (con->sock->pub.ops.con_error)
+                    con->sock->pub.ops.con_error(&con->pub, PSCOM_OP_READ, PSCOM_ERR_EOF);
+            }
         }
         start_data(con, NULL, hdr->data_len);
         return 0;
