@@ -43,7 +43,7 @@ static void kick_write(pscom_con_t *con)
 {
     /* transports call back into core (completions, user callbacks that send again):
        the outer call keeps writing, nested ones only queue */
-    static __thread int depth;
+    static int depth; /* the library lock serialises all callers */
     if (depth || con->closed || !con->ops)
         return;
     depth++;

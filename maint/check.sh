@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The project's whole test suite (README "command 2", and what CI runs).
+#  - builds libpscom and its tests, normally and with AddressSanitizer + UBSan;
+#  - runs the TAP tests of test/pscom with prove against both builds.
+# Every test job runs under a timeout; nothing here needs root or the network.
+set -euo pipefail
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$top"
+jobs=$(nproc 2>/dev/null || echo 2)
+
+if ! command -v prove >/dev/null; then
+    echo "check.sh: prove (perl) is missing; run maint/install-deps.sh" >&2
+    exit 1
+fi
+
+build() { # build DIR [SANITIZE]
+    local dir=$1 san=${2:-}
+    make -s -C src/pscom -j"$jobs" BUILD="$dir" ${san:+SANITIZE=$san}
+    make -s -C test/pscom -j"$jobs" BUILD="$dir" ${san:+SANITIZE=$san}
+}
+
+build "$top/build"
+build "$top/build-asan" address,undefined
+
+status=0
+echo "== libpscom tests (build/)"
+BUILD="$top/build" prove test/pscom/ || status=1
+echo "== libpscom tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
+BUILD="$top/build-asan" ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} prove test/pscom/ || status=1
+exit $status
