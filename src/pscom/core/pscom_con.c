@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "pscom_priv.h"
 
@@ -239,11 +240,29 @@ void pscom_con_free(pscom_con_t *con)
     free(con);
 }
 
-static int sendq_empty(void *arg)
+static uint64_t now_ms(void)
 {
-    pscom_con_t *con = arg;
-    return (list_empty(&con->sendq) && list_empty(&con->rndv_sends)) ||
-           con->pub.state != PSCOM_CON_STATE_RW;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+typedef struct flush_wait {
+    pscom_con_t *con;
+    uint64_t deadline_ms; /* 0: none */
+    int timed_out;
+} flush_wait_t;
+
+static int flushed(void *arg)
+{
+    flush_wait_t *f = arg;
+    pscom_con_t *con = f->con;
+    if ((list_empty(&con->sendq) && list_empty(&con->rndv_sends)) ||
+        con->pub.state != PSCOM_CON_STATE_RW)
+        return 1;
+    if (f->deadline_ms && now_ms() > f->deadline_ms)
+        return f->timed_out = 1;
+    return 0;
 }
 
 PSCOM_API void pscom_close_connection(pscom_connection_t *connection)
@@ -256,7 +275,14 @@ PSCOM_API void pscom_close_connection(pscom_connection_t *connection)
     if (con->pub.state == PSCOM_CON_STATE_RW) {
         pscom_send_ctrl(con, MSGTYPE_EOF, NULL, 0, NULL, 0);
         con->eof_sent = 1;
-        pscom_wait_until(sendq_empty, con);
+        unsigned timeout = pscom_config.shutdown_timeout_ms;
+        if (!timeout && !g.initialized)
+            timeout = 5000; /* at exit: a stuck peer must not keep us alive */
+        flush_wait_t f = {.con = con, .deadline_ms = timeout ? now_ms() + timeout : 0};
+        pscom_wait_until(flushed, &f);
+        if (f.timed_out)
+            pscom_log(1, "closing %s: peer did not take our last messages within %u ms; "
+                         "dropping them", con->log_name, timeout);
     }
     pscom_con_free(con);
     pscom_unlock();

@@ -52,7 +52,8 @@ static const pscom_env_row_t core_env[] = {
      PSCOM_ENV_UINT, &pscom_config.spin_us, 0, 0},
     {"PSP_CONNECT_TIMEOUT", "30000", "Give up a connection attempt after this many ms.",
      PSCOM_ENV_UINT, &pscom_config.connect_timeout_ms, 0, 0},
-    {"PSP_SHUTDOWN_TIMEOUT", "5000", "At exit, wait this long (ms) for peers to take our last data.",
+    {"PSP_SHUTDOWN_TIMEOUT", "0", "Closing a connection waits this long (ms) for the peer to take "
+     "our last messages; 0: as long as it takes (5 s at exit).",
      PSCOM_ENV_UINT, &pscom_config.shutdown_timeout_ms, 0, 0},
     {NULL, NULL, NULL, 0, NULL, 0, 0},
 };
@@ -235,6 +236,7 @@ PSCOM_API void pscom_cleanup(void)
         pscom_unlock();
         return;
     }
+    g.initialized = 0; /* closes below are bounded by the exit timeout */
     while (!list_empty(&g.sockets))
         pscom_sock_close(list_entry(g.sockets.next, pscom_sock_t, next));
     if (pscom_config.debug_stats)

@@ -112,24 +112,43 @@ static void usage_error(const char *fmt, ...)
     exit(2);
 }
 
+/* Watchdog: every received message counts as progress; a whole period without any is a hang.
+   Counting is one store per message, cheaper than re-arming alarm() in the hot loop. */
+static volatile sig_atomic_t g_progress, g_seen;
+
+static inline void progress(void)
+{
+    g_progress = (g_progress + 1) & 0x3fffffff;
+}
+
 static void on_alarm(int sig)
 {
     /* Only async-signal-safe calls here: we may be deep inside the library. */
     static const char srv[] = "pscom_pp (server): timeout\n", cli[] = "pscom_pp: timeout\n";
-    ssize_t rc = write(2, g_is_server ? srv : cli, g_is_server ? sizeof(srv) - 1 : sizeof(cli) - 1);
+    ssize_t rc;
 
-    (void)rc;
     (void)sig;
+    if (g_progress != g_seen) {
+        g_seen = g_progress;
+        alarm(opt.timeout);
+        return;
+    }
+    rc = write(2, g_is_server ? srv : cli, g_is_server ? sizeof(srv) - 1 : sizeof(cli) - 1);
+    (void)rc;
     if (g_child > 0)
         kill(g_child, SIGKILL);
     _exit(1);
 }
 
-/* A watchdog per step (connect, one phase), so that long runs need no larger timeout. */
-static void arm_timeout(void)
+static void start_watchdog(void)
 {
-    if (opt.timeout)
-        alarm(opt.timeout);
+    struct sigaction sa = {.sa_handler = on_alarm, .sa_flags = SA_RESTART};
+
+    if (!opt.timeout)
+        return;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(opt.timeout); /* alarms do not survive fork(): each process starts its own */
 }
 
 static double now(void)
@@ -242,6 +261,7 @@ static inline void check_recv(struct pp *pp, pscom_request_t *r, size_t size, ui
     if (!pscom_req_successful(r))
         die("receive of message %" PRIu64 " (size %zu) failed: state %s", m, size,
             pscom_req_state_str(r->state));
+    progress();
     if (r->data_len != size || r->xheader_len != pp->xheader) {
         report(pp, "size %zu message %" PRIu64 ": got %zu data + %zu xheader bytes, want %zu + %u",
                size, m, r->data_len, r->xheader_len, size, pp->xheader);
@@ -275,6 +295,7 @@ static const struct ctl *ctl_wait(struct pp *pp, uint32_t cmd)
 
     pscom_wait(r);
     check_done(r, "control receive");
+    progress();
     if (r->data_len != sizeof(pp->cin) || pp->cin.magic != PP_MAGIC)
         die("protocol error: unexpected message of %zu bytes (peer not a pscom_pp of this "
             "version?)",
@@ -431,7 +452,7 @@ static int server_main(int ep_fd)
     pscom_err_t err;
     const char *ep;
 
-    arm_timeout();
+    start_watchdog();
     err = pscom_init(PSCOM_VERSION);
     if (err != PSCOM_SUCCESS)
         die("pscom_init failed: %s", pscom_err_str(err));
@@ -473,7 +494,6 @@ static int server_main(int ep_fd)
     for (;;) {
         ctl_post_recv(&pp);
         c = ctl_wait(&pp, 0);
-        arm_timeout();
         if (c->cmd == CMD_LAT) {
             server_lat(&pp, c);
         } else if (c->cmd == CMD_BW) {
@@ -578,7 +598,6 @@ static double run_phase(struct pp *pp, uint32_t cmd, size_t size, uint64_t iters
     c.nslots = size ? (unsigned)(pp->bufsize / size < opt.window ? pp->bufsize / size : opt.window)
                     : opt.window;
     c.depth = opt.verify && c.nslots < opt.window ? c.nslots : opt.window;
-    arm_timeout();
     ctl_post_recv(pp);
     ctl_post(pp, &c);
     ctl_wait(pp, CMD_READY);
@@ -649,7 +668,6 @@ static int client_main(const char *ep)
     uint32_t server_errors;
     unsigned i;
 
-    arm_timeout();
     err = pscom_init(PSCOM_VERSION);
     if (err != PSCOM_SUCCESS)
         die("pscom_init failed: %s", pscom_err_str(err));
@@ -692,7 +710,6 @@ static int client_main(const char *ep)
     if (opt.bw)
         run_mode(&pp, CMD_BW);
 
-    arm_timeout();
     ctl_post_recv(&pp);
     ctl_post(&pp, &(struct ctl){.cmd = CMD_QUIT});
     server_errors = ctl_wait(&pp, CMD_QUIT)->errors;
@@ -711,32 +728,33 @@ static int client_main(const char *ep)
 
 static void usage(void)
 {
-    printf("Usage: pscom_pp [--fork] [OPTION]...      measure against a forked server (default)\n"
-           "       pscom_pp -s [-p PORT] [--timeout SEC]  serve one client\n"
-           "       pscom_pp [OPTION]... EP_STR            measure against a server\n"
-           "Ping-pong latency and streaming bandwidth over libpscom. The library chooses the\n"
-           "transport (steer it with PSP_SHM=0, PSP_TCP=0, ...); the one used is printed.\n"
-           "\n"
-           "  -s, --server       listen (any port, or -p PORT), print \"ep: <ep_str>\", serve one\n"
-           "                     client; the client decides sizes, window, xheader and verify\n"
-           "  -p, --port PORT    port for the server\n"
-           "      --fork         fork a server child and measure against it\n"
-           "      --lat          ping-pong latency (default)\n"
-           "      --bw           streaming bandwidth: WINDOW sends, then one ack back\n"
-           "      --both         --lat, then --bw\n"
-           "      --minsize N    smallest size (default 0); sizes double: 0,1,2,4,...\n"
-           "      --maxsize N    largest size (default 64M)\n"
-           "      --sizes A,B,.. explicit sizes instead of --minsize/--maxsize\n"
-           "                     (sizes take k, M, G suffixes: powers of 1024)\n"
-           "      --loops N      timed iterations per size (default: adaptive, ~%.1f s each)\n"
-           "      --window W     --bw: messages in flight per iteration (default 64)\n"
-           "      --xheader N    bytes of user header per message (default 0, max %d)\n"
-           "      --verify       check the content of every message; exit 1 on errors\n"
-           "      --csv          print CSV: mode,transport,size,loops,usec,mb_per_s\n"
-           "      --timeout SEC  give up when one step takes longer (default 120, 0: never)\n"
-           "  -h, --help         show this help\n"
-           "      --version      show the version\n",
-           TARGET_S, PSCOM_XHEADER_MAX);
+    printf(
+        "Usage: pscom_pp [--fork] [OPTION]...      measure against a forked server (default)\n"
+        "       pscom_pp -s [-p PORT] [--timeout SEC]  serve one client\n"
+        "       pscom_pp [OPTION]... EP_STR            measure against a server\n"
+        "Ping-pong latency and streaming bandwidth over libpscom. The library chooses the\n"
+        "transport (steer it with PSP_SHM=0, PSP_TCP=0, ...); the one used is printed.\n"
+        "\n"
+        "  -s, --server       listen (any port, or -p PORT), print \"ep: <ep_str>\", serve one\n"
+        "                     client; the client decides sizes, window, xheader and verify\n"
+        "  -p, --port PORT    port for the server\n"
+        "      --fork         fork a server child and measure against it\n"
+        "      --lat          ping-pong latency (default)\n"
+        "      --bw           streaming bandwidth: WINDOW sends, then one ack back\n"
+        "      --both         --lat, then --bw\n"
+        "      --minsize N    smallest size (default 0); sizes double: 0,1,2,4,...\n"
+        "      --maxsize N    largest size (default 64M)\n"
+        "      --sizes A,B,.. explicit sizes instead of --minsize/--maxsize\n"
+        "                     (sizes take k, M, G suffixes: powers of 1024)\n"
+        "      --loops N      timed iterations per size (default: adaptive, ~%.1f s each)\n"
+        "      --window W     --bw: messages in flight per iteration (default 64)\n"
+        "      --xheader N    bytes of user header per message (default 0, max %d)\n"
+        "      --verify       check the content of every message; exit 1 on errors\n"
+        "      --csv          print CSV: mode,transport,size,loops,usec,mb_per_s\n"
+        "      --timeout SEC  give up after SEC seconds without progress (default 120, 0: never)\n"
+        "  -h, --help         show this help\n"
+        "      --version      show the version\n",
+        TARGET_S, PSCOM_XHEADER_MAX);
 }
 
 /* A number with an optional k/M/G suffix (powers of 1024); usage error otherwise. */
@@ -961,12 +979,11 @@ int main(int argc, char **argv)
     int rc, status;
 
     parse_args(argc, argv);
-    signal(SIGALRM, on_alarm);
     if (opt.server)
         return server_main(-1);
+    start_watchdog();
     rc = client_main(opt.fork_mode ? fork_server(ep, sizeof(ep)) : opt.ep);
     if (g_child > 0) {
-        arm_timeout();
         if (waitpid(g_child, &status, 0) != g_child)
             die("waitpid: %m");
         g_child = 0;
