@@ -48,7 +48,8 @@ static const pscom_env_row_t core_env[] = {
      PSCOM_ENV_STR, &pscom_config.plugindir, 0, 0},
     {"PSP_SCHED_YIELD", "0", "Call sched_yield() while waiting (oversubscribed nodes).",
      PSCOM_ENV_BOOL, &pscom_config.sched_yield, 0, 0},
-    {"PSP_SPIN_US", "50", "Busy-poll this long without progress before blocking (microseconds).",
+    {"PSP_SPIN_US", "1000", "Poll this long without progress before blocking (microseconds); "
+     "after the first 20 us each poll yields the CPU to other runnable processes.",
      PSCOM_ENV_UINT, &pscom_config.spin_us, 0, 0},
     {"PSP_CONNECT_TIMEOUT", "30000", "Give up a connection attempt after this many ms.",
      PSCOM_ENV_UINT, &pscom_config.connect_timeout_ms, 0, 0},

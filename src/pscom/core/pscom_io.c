@@ -376,7 +376,7 @@ static int dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
             PSCOM_LOG(3, "%s closed the connection", con->log_name);
             con->pub.state = PSCOM_CON_STATE_CLOSED;
             /* receives posted on this connection can never be satisfied now */
-            list_head_t q = LIST_HEAD_INIT(q), *p, *t;
+            list_head_t q = LIST_HEAD_INIT(q), rs = LIST_HEAD_INIT(rs), *p, *t;
             list_for_each_safe(p, t, &con->recvq)
             {
                 list_del(p);
@@ -386,6 +386,17 @@ static int dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
             {
                 list_del(p);
                 req_fail(list_entry(p, pscom_req_t, q), 0);
+            }
+            /* nor will it pull the data of our rendezvous sends */
+            list_for_each_safe(p, t, &con->rndv_sends)
+            {
+                list_del(p);
+                list_add_tail(p, &rs);
+            }
+            list_for_each_safe(p, t, &rs)
+            {
+                list_del(p);
+                req_fail(list_entry(p, pscom_req_t, q_rndv), 0);
             }
             if (!con->error_reported) {
                 con->error_reported = 1;

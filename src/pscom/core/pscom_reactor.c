@@ -186,15 +186,22 @@ void pscom_wait_until(int (*done)(void *), void *arg)
         } else if (pscom_config.sched_yield) {
             sched_yield();
         }
-        if (++idle & 63)
+        if (++idle < 64)
             continue;
+        /* idle: after 20 us, let other ranks of an oversubscribed node run (sched_yield
+           returns at once when no one else wants the CPU); after spin_us, block: waking a
+           blocked process costs far more than a yield, especially on virtual machines */
         uint64_t now = now_us();
-        if (!idle_since) {
+        if (!idle_since)
             idle_since = now;
+        uint64_t waited = now - idle_since;
+        if (waited < 20)
+            continue;
+        if (waited < pscom_config.spin_us) {
+            if (!pscom_config.sched_yield && !g.threaded)
+                sched_yield();
             continue;
         }
-        if (now - idle_since < pscom_config.spin_us)
-            continue;
         if (done(arg))
             break;
         pscom_progress_block(1000);

@@ -30,8 +30,8 @@
 #define PP_MAGIC   0x70705031u /* "ppP1": the peer must speak this version of the protocol */
 #define MAX_SIZES  256
 #define MAX_WINDOW 4096
-#define TARGET_S   0.3  /* measured time per size: enough to average, short for 28 sizes */
-#define CALIB_S    0.02 /* a calibration run this long gives a usable time estimate */
+#define TARGET_S   0.35 /* measured time per size: enough to average, short for 28 sizes */
+#define ACCEPT_S   0.2  /* a measured run at least this long is reported */
 #define MAX_LOOPS  100000000ull
 #define WARM_LAT   8  /* warm-up ping-pongs (caches, page faults, connection setup) */
 #define WARM_BW    2  /* warm-up windows */
@@ -607,26 +607,33 @@ static double run_phase(struct pp *pp, uint32_t cmd, size_t size, uint64_t iters
     return client_bw(pp, size, iters, c.depth, c.nslots);
 }
 
-/* Warm up, then (adaptive) grow a calibration run until its time means something. */
+/*
+ * Warm up, then (adaptive) scale the loops towards TARGET_S from the last run's time, growing at
+ * most 100x a step, until a run lasts ACCEPT_S: only that run is reported. Predicting from one
+ * calibration run is not enough on a loaded machine, where a calibration run may be slowed by
+ * 100x and the real run then lasts a millisecond.
+ */
 static double measure(struct pp *pp, uint32_t cmd, size_t size, uint64_t *loops)
 {
     int lat = cmd == CMD_LAT;
     uint64_t n = lat ? WARM_LAT : WARM_BW, min = lat ? MIN_LAT : MIN_BW;
-    double t = run_phase(pp, cmd, size, n), est;
+    double t = run_phase(pp, cmd, size, n);
     int k;
 
     if (opt.loops) {
         *loops = opt.loops;
-    } else {
-        for (k = 0; k < 20 && t < CALIB_S && n < MAX_LOOPS; k++) {
-            double f = t > 0 ? 1.5 * CALIB_S / t : 100;
-            n = (uint64_t)((double)n * (f < 2 ? 2 : f > 100 ? 100 : f));
-            t = run_phase(pp, cmd, size, n);
-        }
-        est = TARGET_S * (double)n / (t > 0 ? t : 1e-9);
-        *loops = est < (double)min ? min : est > (double)MAX_LOOPS ? MAX_LOOPS : (uint64_t)est;
+        return run_phase(pp, cmd, size, opt.loops);
     }
-    return run_phase(pp, cmd, size, *loops);
+    for (k = 0; k < 10; k++) {
+        double f = t > 0 ? TARGET_S / t : 100, next = (double)n * (f > 100 ? 100 : f);
+
+        n = next < (double)min ? min : next > (double)MAX_LOOPS ? MAX_LOOPS : (uint64_t)next;
+        t = run_phase(pp, cmd, size, n);
+        if (t >= ACCEPT_S || n == min || n == MAX_LOOPS)
+            break;
+    }
+    *loops = n;
+    return t;
 }
 
 static void run_mode(struct pp *pp, uint32_t cmd)
@@ -710,11 +717,13 @@ static int client_main(const char *ep)
     if (opt.bw)
         run_mode(&pp, CMD_BW);
 
+    /* The server closes right after its QUIT reply: from now on a close is no news. A failure
+       still shows, as a failed request. */
+    g_done = 1;
     ctl_post_recv(&pp);
     ctl_post(&pp, &(struct ctl){.cmd = CMD_QUIT});
     server_errors = ctl_wait(&pp, CMD_QUIT)->errors;
     ctl_flush(&pp);
-    g_done = 1;
     pscom_close_connection(pp.con);
     pscom_close_socket(pp.sock);
 

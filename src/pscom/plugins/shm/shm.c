@@ -183,12 +183,10 @@ static int shm_prepare_block(pscom_poller_t *p)
         atomic_store(&sc->in->recv_sleeping, 1);
         if (atomic_load(&shm_ring_slot(sc->in, sc->slot_size, sc->tail)->len))
             work = 1;
-        if (pscom_write_pending(sc->con)) {
-            atomic_store(&sc->out->send_waiting, 1);
-            if (!atomic_load(&shm_ring_slot(sc->out, sc->slot_size, sc->head)->len))
-                work = 1;
-            pscom_progress_block_hint(1); /* the consumer's wakeup is best effort */
-        }
+        /* waiting for ring space: keep polling. The consumer's wakeup for it is best effort
+           (no fence on its hot path), and a lost one costs far more than the spin. */
+        if (pscom_write_pending(sc->con))
+            work = 1;
     }
     return work;
 }

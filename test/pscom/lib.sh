@@ -1,0 +1,112 @@
+# lib.sh - sourced by the .t scripts of test/pscom: runs the compiled test programs under the
+# transport settings and merges their TAP output into one stream for prove.
+#
+# Environment: BUILD (default: <repo>/build; the programs are in $BUILD/test/pscom),
+# T_TIMEOUT (seconds a program's processes may run, default 45; timeout(1) kills the whole
+# job 20 s later), T_LOGDIR (stderr of every run, default $BUILD/test/pscom/logs).
+
+set -u
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${BUILD:-$TOP/build}
+TBIN=$BUILD/test/pscom
+T_LOGDIR=${T_LOGDIR:-$TBIN/logs}
+export T_TIMEOUT=${T_TIMEOUT:-45}
+JOB_TIMEOUT=$((T_TIMEOUT + 20))
+export PSP_SIGQUIT=${PSP_SIGQUIT:-1} # a hung program's processes dump their state (tu_run)
+mkdir -p "$T_LOGDIR"
+
+# Transport settings for two- and many-process programs: "label|VAR=value ...". T_TRANSPORT
+# tells the program which transport every connection must use, T_RNDV the forced threshold.
+MATRIX=(
+    "default|T_TRANSPORT=shm"
+    "tcp|PSP_SHM=0 T_TRANSPORT=tcp"
+    "shm-only|PSP_TCP=0 T_TRANSPORT=shm"
+    "rndv|PSP_RENDEZVOUS=4096 T_TRANSPORT=shm T_RNDV=4096"
+    "shm-nocma|PSP_SHM_RENDEZVOUS=1000 PSP_SHM_CMA=0 T_TRANSPORT=shm T_RNDV=1000"
+    "tcp-rndv|PSP_SHM=0 PSP_TCP_RENDEZVOUS=4096 T_TRANSPORT=tcp T_RNDV=4096"
+)
+
+_n=0
+_failed=0
+
+# tap_ok STATUS TEXT: one result of this script (STATUS 0 = ok)
+tap_ok() {
+    _n=$((_n + 1))
+    if [ "$1" = 0 ]; then
+        echo "ok $_n - $2"
+    else
+        echo "not ok $_n - $2"
+        _failed=$((_failed + 1))
+    fi
+}
+
+tap_diag() {
+    sed 's/^/# /'
+}
+
+# tap_done: print the plan; exit status for prove
+tap_done() {
+    echo "1..$_n"
+    [ "$_failed" = 0 ]
+    exit
+}
+
+# run_case LABEL "VAR=value ..." PROGRAM [ARGS...]: run one test program under timeout with
+# these variables; its results become ours, renumbered, prefixed with [LABEL].
+run_case() {
+    local label=$1 envs=$2 prog=$3
+    shift 3
+    local log="$T_LOGDIR/$prog${*:+.${*// /.}}.$label.log" out rc line plan=-1 seen=0 inner_failed=0
+    if [ ! -x "$TBIN/$prog" ]; then
+        tap_ok 1 "[$label] $prog is built ($TBIN/$prog)"
+        return
+    fi
+    # shellcheck disable=SC2086 # envs are words on purpose
+    out=$(env $envs timeout -k 5 "$JOB_TIMEOUT" "$TBIN/$prog" "$@" 2>"$log")
+    rc=$?
+    while IFS= read -r line; do
+        if [[ $line =~ ^(not\ )?ok\ [0-9]+( -)?\ ?(.*)$ ]]; then
+            seen=$((seen + 1))
+            if [ -n "${BASH_REMATCH[1]}" ]; then
+                inner_failed=$((inner_failed + 1))
+                tap_ok 1 "[$label] ${BASH_REMATCH[3]}"
+            else
+                tap_ok 0 "[$label] ${BASH_REMATCH[3]}"
+            fi
+        elif [[ $line =~ ^1\.\.([0-9]+)$ ]]; then
+            plan=${BASH_REMATCH[1]}
+        elif [[ $line == \#* ]]; then
+            echo "$line"
+        elif [ -n "$line" ]; then
+            echo "# $line"
+        fi
+    done <<<"$out"
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        tap_ok 1 "[$label] $prog $* finished within ${JOB_TIMEOUT}s (timed out)"
+    elif [ "$rc" != 0 ] && [ "$inner_failed" = 0 ]; then
+        tap_ok 1 "[$label] $prog $* exited with status $rc"
+    elif [ "$plan" != "$seen" ]; then
+        tap_ok 1 "[$label] $prog $* ran its whole plan ($seen of $plan)"
+    fi
+    if [ "$rc" != 0 ] || [ "$inner_failed" != 0 ]; then
+        echo "# [$label] stderr of $prog (last 40 lines of $log):"
+        tail -n 40 "$log" | tap_diag
+    fi
+}
+
+# run_matrix PROGRAM [ARGS...]: run_case under every MATRIX setting
+run_matrix() {
+    local m
+    for m in "${MATRIX[@]}"; do
+        run_case "${m%%|*}" "${m#*|}" "$@"
+    done
+}
+
+# run_some "LABEL ..." PROGRAM [ARGS...]: run_case under the named MATRIX settings
+run_some() {
+    local labels=" $1 " m
+    shift
+    for m in "${MATRIX[@]}"; do
+        [[ $labels == *" ${m%%|*} "* ]] && run_case "${m%%|*}" "${m#*|}" "$@"
+    done
+}

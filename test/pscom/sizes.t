@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# t_sizes under every transport setting (DIRECT connects), and with ONDEMAND connects
+. "$(dirname "$0")/lib.sh"
+run_matrix t_sizes
+run_some "default tcp" t_sizes ondemand
+tap_done

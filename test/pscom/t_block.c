@@ -1,0 +1,169 @@
+/*
+ * t_block.c - blocking waits: one side waits while the other sleeps 1 s before it sends (or
+ * receives). The waiting side must get the message (spin, then block, then be woken: the shm
+ * doorbell or the socket), and must not burn the CPU all the while: its CPU time during the
+ * wait stays below half of the wall time (the spin phase is bounded).
+ * Waits: pscom_wait for a small and for a large message, pscom_probe, pscom_recv,
+ * pscom_progress(-1), and a sender waiting in pscom_wait for a large send the receiver
+ * posts late.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define BIG (4u << 20)
+
+typedef struct meter {
+    double wall, cpu;
+} meter_t;
+
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+           ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
+}
+
+static void meter_start(meter_t *m)
+{
+    m->wall = tu_now();
+    m->cpu = cpu_seconds();
+}
+
+static void meter_check(meter_t *m, const char *what)
+{
+    double wall = tu_now() - m->wall, cpu = cpu_seconds() - m->cpu;
+    if (wall < 0.5) {
+        /* the peer was scheduled late or we were: nothing to judge */
+        tap_skip("the wait was shorter than 0.5 s", "%s: blocked instead of spinning", what);
+        return;
+    }
+    ok(cpu < 0.5 * wall, "%s: blocked instead of spinning (%.2f s CPU in %.2f s)", what, cpu, wall);
+}
+
+static void waiter(pscom_socket_t *sock, pscom_connection_t *con)
+{
+    pscom_request_t *r;
+    meter_t m;
+    int peer = 1 - tu_rank;
+
+    /* pscom_wait, small message */
+    r = tu_post_recv(con, NULL, 100, TU_XH, -1);
+    tu_barrier();
+    meter_start(&m);
+    pscom_wait(r);
+    ok(tu_recv_good(r, 1, peer, 1, 100, TU_XH), "pscom_wait got the late small message");
+    meter_check(&m, "pscom_wait, small");
+    tu_req_free(r);
+
+    /* pscom_wait, large message */
+    r = tu_post_recv(con, NULL, BIG, TU_XH, -1);
+    tu_barrier();
+    meter_start(&m);
+    pscom_wait(r);
+    ok(tu_recv_good(r, 1, peer, 2, BIG, TU_XH), "pscom_wait got the late 4 MiB message");
+    meter_check(&m, "pscom_wait, 4 MiB");
+    tu_req_free(r);
+
+    /* pscom_probe */
+    tu_barrier();
+    r = tu_req(TU_XH);
+    r->connection = con;
+    meter_start(&m);
+    pscom_probe(r);
+    meter_check(&m, "pscom_probe");
+    ok(r->data_len == 300 && r->connection == con, "pscom_probe found the late message");
+    tu_req_free(r);
+    r = tu_post_recv(con, NULL, 300, TU_XH, -1);
+    pscom_wait(r);
+    ok(tu_recv_good(r, 1, peer, 3, 300, TU_XH), "and a receive gets it");
+    tu_req_free(r);
+
+    /* pscom_recv */
+    tu_barrier();
+    {
+        char buf[64];
+        tu_xh_t xh;
+        pscom_connection_t *from = NULL;
+        pscom_err_t rc;
+        meter_start(&m);
+        rc = pscom_recv(NULL, sock, &xh, sizeof(xh), buf, sizeof(buf), &from);
+        meter_check(&m, "pscom_recv");
+        ok(rc == PSCOM_SUCCESS && from == con && xh.seq == 4 &&
+               tu_verify(buf, sizeof(buf), tu_seed(sizeof(buf), 4, (uint64_t)peer)) < 0,
+           "pscom_recv got the late message (%s)", pscom_err_str(rc));
+    }
+
+    /* pscom_progress(-1) until a receive is done */
+    r = tu_post_recv(con, NULL, 10, TU_XH, -1);
+    tu_barrier();
+    meter_start(&m);
+    while (!pscom_req_is_done(r))
+        pscom_progress(-1);
+    meter_check(&m, "pscom_progress(-1)");
+    ok(tu_recv_good(r, 1, peer, 5, 10, TU_XH), "pscom_progress(-1) returned with the message");
+    tu_req_free(r);
+
+    /* now we are the late one: the peer waits for its large send */
+    tu_barrier();
+    sleep(1);
+    r = tu_post_recv(con, NULL, BIG, TU_XH, -1);
+    pscom_wait(r);
+    ok(tu_recv_good(r, 1, peer, 6, BIG, TU_XH), "late receive of a 4 MiB message");
+    tu_req_free(r);
+}
+
+static void late(pscom_connection_t *con)
+{
+    static const size_t len[] = {100, BIG, 300, 64, 10};
+    pscom_request_t *s;
+    meter_t m;
+    for (int i = 0; i < 5; i++) {
+        tu_barrier();
+        sleep(1);
+        s = tu_post_send(con, 1, (uint64_t)i + 1, len[i], TU_XH);
+        pscom_wait(s);
+        ok(pscom_req_successful(s), "late send %d", i + 1);
+        tu_req_free(s);
+    }
+    /* a sender that waits for a receiver that posts late */
+    tu_barrier();
+    s = tu_post_send(con, 1, 6, BIG, TU_XH);
+    meter_start(&m);
+    pscom_wait(s);
+    ok(pscom_req_successful(s), "4 MiB send to a late receiver completes");
+    meter_check(&m, "pscom_wait for a send");
+    tu_req_free(s);
+}
+
+static int child(void *arg)
+{
+    pscom_socket_t *sock = tu_open_socket();
+    char **eps = tu_exchange_eps(sock);
+    pscom_connection_t **cons = tu_connect_all(sock, eps, PSCOM_CON_FLAG_DIRECT);
+    pscom_connection_t *con = cons[1 - tu_rank];
+    (void)arg;
+
+    if (tu_rank == 0)
+        waiter(sock, con);
+    else
+        late(con);
+    tu_check_transport(con, "the connection");
+    is(tu_error_count, 0, "no connection error");
+    tu_barrier();
+    pscom_close_socket(sock);
+    free(cons);
+    tu_strv_free(eps);
+    return 0;
+}
+
+int main(void)
+{
+    tu_run(2, child, NULL, NULL);
+    return tap_done();
+}
