@@ -207,7 +207,8 @@ PSCOM_API void pscom_env_print(FILE *out, int with_help)
 {
     pscom_lock();
     for (int t = 0; t < n_tables; t++) {
-        fprintf(out, "# %s\n", tables[t].group);
+        if (t == 0 || strcmp(tables[t].group, tables[t - 1].group))
+            fprintf(out, "# %s\n", tables[t].group);
         for (const pscom_env_row_t *row = tables[t].table; row->name; row++) {
             char val[128];
             format_value(row, val, sizeof(val));
