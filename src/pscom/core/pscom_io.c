@@ -22,6 +22,8 @@ static inline void set_header(pscom_header_net_t *h, uint8_t type, size_t xlen, 
 void pscom_req_complete(pscom_req_t *req)
 {
     req->pub.state |= PSCOM_REQ_STATE_IO_DONE | PSCOM_REQ_STATE_DONE;
+    if (unlikely(pscom_reactor_blocker))
+        pscom_reactor_wake_blocker(); /* it may be waiting for this request */
     if (req->flags & RQ_INTERNAL) {
         pscom_req_release(req);
         return;

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <poll.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,23 @@ static unsigned int round_count;
 static struct epoll_event evs[MAX_EVENTS];
 static int ev_next, ev_count;
 
+/* Threaded mode: one thread at a time blocks in epoll; when another thread completes a
+   request meanwhile, it wakes the blocked one through this eventfd. */
+int pscom_reactor_blocker;
+static pscom_ufd_t wake_ufd = {.fd = -1};
+
+static void wake_handler(pscom_ufd_t *ufd, uint32_t revents)
+{
+    eventfd_t v;
+    (void)revents;
+    eventfd_read(ufd->fd, &v);
+}
+
+void pscom_reactor_wake_blocker(void)
+{
+    eventfd_write(wake_ufd.fd, 1);
+}
+
 void pscom_reactor_init(void)
 {
     if (epfd >= 0)
@@ -32,10 +50,19 @@ void pscom_reactor_init(void)
     epfd = epoll_create1(EPOLL_CLOEXEC);
     if (epfd < 0)
         pscom_fatal("epoll_create1: %s", strerror(errno));
+    wake_ufd = (pscom_ufd_t){.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), .events = EPOLLIN,
+                             .handler = wake_handler};
+    if (wake_ufd.fd < 0 || pscom_ufd_add(&wake_ufd) < 0)
+        pscom_fatal("eventfd: %s", strerror(errno));
 }
 
 void pscom_reactor_destroy(void)
 {
+    if (wake_ufd.fd >= 0) {
+        pscom_ufd_del(&wake_ufd);
+        close(wake_ufd.fd);
+        wake_ufd.fd = -1;
+    }
     if (epfd >= 0)
         close(epfd);
     epfd = -1;
@@ -145,12 +172,19 @@ void pscom_progress_block(int timeout_ms)
         timeout_ms = block_hint_ms;
     if (!work) {
         pscom_stats.progress_blocks++;
-        if (g.threaded) {
+        if (g.threaded && pscom_reactor_blocker) {
+            /* another thread blocks already and gets woken for us */
+            pscom_unlock();
+            sched_yield();
+            pscom_lock();
+        } else if (g.threaded) {
             /* wait without the lock; fetch the events with it */
             struct pollfd pfd = {.fd = epfd, .events = POLLIN};
+            pscom_reactor_blocker = 1;
             pscom_unlock();
             poll(&pfd, 1, timeout_ms);
             pscom_lock();
+            pscom_reactor_blocker = 0;
             epoll_round(0);
         } else {
             epoll_round(timeout_ms);
