@@ -26,13 +26,55 @@ static const pscom_env_row_t tcp_env[] = {
     {NULL, NULL, NULL, 0, NULL, 0, 0},
 };
 
-typedef struct tcp_con {
+typedef struct tcp_con tcp_con_t;
+struct tcp_con {
+    tcp_con_t *next, *prev; /* open connections */
     pscom_con_t *con;
     pscom_ufd_t ufd;
     int busy; /* inside a handler: close must not free us */
     int dead;
     char ra[READAHEAD];
-} tcp_con_t;
+};
+
+/* With few connections, reading each socket directly in the poll loop saves the epoll_wait
+   call per message (that is most of the latency); with many, one epoll_wait is cheaper. */
+#define DIRECT_POLL_MAX 4
+static tcp_con_t cons = {.next = &cons, .prev = &cons};
+static int n_cons;
+static unsigned list_gen;
+static pscom_poller_t poller;
+static int poller_on;
+
+static int tcp_read(tcp_con_t *tc);
+
+static int tcp_poll(pscom_poller_t *p)
+{
+    (void)p;
+    if (n_cons > DIRECT_POLL_MAX)
+        return 0;
+    unsigned gen = list_gen;
+    int made = 0;
+    for (tcp_con_t *tc = cons.next, *next; tc != &cons; tc = next) {
+        next = tc->next;
+        tc->busy++;
+        made |= tcp_read(tc);
+        if (--tc->busy == 0 && tc->dead)
+            free(tc);
+        if (gen != list_gen)
+            return 1;
+    }
+    return made;
+}
+
+/* the epoll set polls tcp sockets every round only when direct polling is off */
+static void set_count(int delta)
+{
+    int before = n_cons > DIRECT_POLL_MAX ? n_cons : 0;
+    n_cons += delta;
+    int after = n_cons > DIRECT_POLL_MAX ? n_cons : 0;
+    pscom_reactor_busy_fd(after - before);
+    list_gen++;
+}
 
 static void tcp_fail(tcp_con_t *tc, pscom_op_t op, const char *why)
 {
@@ -69,8 +111,10 @@ static void tcp_write_start(pscom_con_t *con)
         free(tc);
 }
 
-static void tcp_read(tcp_con_t *tc)
+/* Returns nonzero if anything was read (or the connection ended). */
+static int tcp_read(tcp_con_t *tc)
 {
+    int made = 0;
     for (int round = 0; round < 16 && !tc->dead; round++) {
         void *direct;
         size_t len = pscom_read_direct_buf(tc->con, &direct);
@@ -78,20 +122,24 @@ static void tcp_read(tcp_con_t *tc)
                         : tcp_socket_read(tc->ufd.fd, tc->ra, sizeof(tc->ra));
         if (n == 0) {
             tcp_fail(tc, PSCOM_OP_READ, "peer closed the connection (died?)");
-            return;
+            return 1;
         }
         if (n < 0) {
-            if (errno != EAGAIN)
+            if (errno != EAGAIN) {
                 tcp_fail(tc, PSCOM_OP_READ, strerror(errno));
-            return;
+                return 1;
+            }
+            return made;
         }
+        made = 1;
         if (len)
             pscom_read_direct_done(tc->con, (size_t)n);
         else
             pscom_read_feed(tc->con, tc->ra, (size_t)n);
         if (!len && (size_t)n < sizeof(tc->ra))
-            return; /* drained */
+            return made; /* drained */
     }
+    return made;
 }
 
 static void tcp_handler(pscom_ufd_t *ufd, uint32_t revents)
@@ -110,7 +158,9 @@ static void tcp_close(pscom_con_t *con)
 {
     tcp_con_t *tc = pscom_con_transport_data(con);
     pscom_ufd_del(&tc->ufd);
-    pscom_reactor_busy_fd(-1);
+    tc->prev->next = tc->next;
+    tc->next->prev = tc->prev;
+    set_count(-1);
     tcp_socket_close(tc->ufd.fd);
     tc->dead = 1;
     if (!tc->busy)
@@ -162,7 +212,16 @@ static void tcp_start(pscom_con_t *con, int fd)
     tc->ufd = (pscom_ufd_t){.fd = fd, .events = EPOLLIN, .handler = tcp_handler, .priv = tc};
     pscom_con_set_transport(con, &tcp_ops, tc);
     pscom_ufd_add(&tc->ufd);
-    pscom_reactor_busy_fd(1);
+    tc->next = &cons;
+    tc->prev = cons.prev;
+    cons.prev->next = tc;
+    cons.prev = tc;
+    set_count(1);
+    if (!poller_on) {
+        poller = (pscom_poller_t){.poll = tcp_poll};
+        pscom_poller_add(&poller);
+        poller_on = 1;
+    }
 }
 
 const pscom_plugin_t pscom_plugin_tcp = {
