@@ -27,4 +27,14 @@ echo "== libpscom tests (build/)"
 BUILD="$top/build" prove test/pscom/ || status=1
 echo "== libpscom tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
 BUILD="$top/build-asan" ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} prove test/pscom/ || status=1
+
+# MPI tests against the installed MPI (maint/build.sh builds it), over shm and tcp-only
+if [ -x "$top/install/bin/mpiexec" ]; then
+    echo "== MPI tests (install/, test/mpi)"
+    PSMPI_PREFIX="$top/install" prove test/mpi/ || status=1
+    echo "== MPI tests with PSP_SHM=0 (tcp only)"
+    PSMPI_PREFIX="$top/install" PSP_SHM=0 prove test/mpi/ || status=1
+else
+    echo "== MPI tests skipped: no install/bin/mpiexec (maint/build.sh builds and installs it)"
+fi
 exit $status

@@ -1,0 +1,35 @@
+#!/bin/sh
+# Install the Debian 12 packages needed to build psmpi (MPICH 4.0.2 + ch4:pscom + libpscom).
+# Run as root. Packages already present are left alone, so running it again is cheap.
+# Usage: maint/install-deps.sh [--fortran]
+set -eu
+
+PKGS="gcc g++ make autoconf automake libtool pkg-config python3 perl patch xz-utils file \
+ca-certificates ccache libhwloc-dev"
+for arg in "$@"; do
+    case $arg in
+    --fortran) PKGS="$PKGS gfortran" ;;
+    *) echo "install-deps: unknown argument '$arg'" >&2; exit 1 ;;
+    esac
+done
+
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+        missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+    echo "install-deps: all packages present"
+    exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: missing packages:$missing" >&2
+    echo "install-deps: run as root, or: sudo apt-get install$missing" >&2
+    exit 1
+fi
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+# Another apt run (e.g. unattended upgrades) may hold the lock: wait for it, do not fail.
+apt-get -o DPkg::Lock::Timeout=600 update -q
+# shellcheck disable=SC2086
+apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends $missing

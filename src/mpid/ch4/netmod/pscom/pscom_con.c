@@ -1,0 +1,127 @@
+/*
+ * Connections to peer processes. An av entry holds the peer's endpoint string and a pscom
+ * connection (on demand: connected at the first send). Connections a peer closed are closed
+ * on our side as well, and the av entry reconnects if it is used again.
+ */
+#include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
+#include "pscom_impl.h"
+
+/*
+ * A connection the peer at ep opened to us before we knew it (e.g. a spawned child or a
+ * connecting job that sent first). pscom refuses a second connection between two sockets
+ * that are already connected, and our on-demand attempt would wait for the refused peer
+ * forever, so we must send on this one.
+ */
+static pscom_connection_t *find_accepted(const char *ep)
+{
+    pscom_con_info_t info;
+    pscom_socket_t *socket = MPIDI_PSCOM_global.socket;
+    for (pscom_connection_t *con = pscom_get_next_connection(socket, NULL); con;
+         con = pscom_get_next_connection(socket, con)) {
+        if (con->state >= PSCOM_CON_STATE_CLOSING || con->state == PSCOM_CON_STATE_ONDEMAND)
+            continue;
+        pscom_con_info(con, &info);
+        if (strcmp(info.peer_ep, ep) == 0)
+            return con;
+    }
+    return NULL;
+}
+
+static pscom_connection_t *open_con(const char *ep)
+{
+    pscom_connection_t *con = find_accepted(ep);
+    if (con)
+        return con;
+    con = pscom_open_connection(MPIDI_PSCOM_global.socket);
+    if (con && pscom_connect(con, ep, PSCOM_CON_FLAG_ONDEMAND) != PSCOM_SUCCESS) {
+        pscom_close_connection(con);
+        con = NULL;
+    }
+    return con;
+}
+
+/* Record the process listening at ep in av; its connection is made on the first send. */
+int MPIDI_PSCOM_connect_av(MPIDI_av_entry_t *av, const char *ep)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_PSCOM_addr_t *a = &MPIDI_PSCOM_AV(av);
+
+    a->ep = MPL_strdup(ep);
+    MPIR_ERR_CHKANDJUMP(a->ep == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
+    a->con = open_con(ep);
+    MPIR_ERR_CHKANDJUMP2(a->con == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_connect",
+                         "**pscom_connect %s %s", ep, "bad endpoint or out of memory");
+fn_fail:
+    return mpi_errno;
+}
+
+/* The peer closed our last connection and we talk to it again (e.g. after a disconnect). */
+pscom_connection_t *MPIDI_PSCOM_av_reconnect(MPIDI_av_entry_t *av)
+{
+    MPIDI_PSCOM_addr_t *a = &MPIDI_PSCOM_AV(av);
+    MPIR_Assert(a->ep);
+    a->con = open_con(a->ep);
+    MPIR_Assert(a->con); /* the endpoint string was good before */
+    return a->con;
+}
+
+void MPIDI_PSCOM_con_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t err)
+{
+    if (MPIDI_PSCOM_global.finalizing)
+        return; /* peers close their side while we shut down */
+    if (err != PSCOM_ERR_EOF) {
+        fprintf(stderr, "pscom netmod: connection %s failed (op %d): %s\n", pscom_con_str(con),
+                (int)op, pscom_err_str(err));
+        return;
+    }
+    /* Orderly close (a disconnected or finished peer). We may not close it from inside this
+     * callback; MPIDI_NM_progress does. A closed connection left open would make pscom refuse
+     * a new process that later listens on the same address. */
+    if (MPIDI_PSCOM_global.n_closed == MPIDI_PSCOM_global.max_closed) {
+        int n = MPIDI_PSCOM_global.max_closed ? 2 * MPIDI_PSCOM_global.max_closed : 8;
+        void *p = MPL_realloc(MPIDI_PSCOM_global.closed, n * sizeof(con), MPL_MEM_ADDRESS);
+        if (!p)
+            return; /* only the address reuse case suffers */
+        MPIDI_PSCOM_global.closed = p;
+        MPIDI_PSCOM_global.max_closed = n;
+    }
+    MPIDI_PSCOM_global.closed[MPIDI_PSCOM_global.n_closed++] = con;
+}
+
+/* Does con still hold messages that arrived before the close and nobody received yet? */
+static int has_unreceived(pscom_connection_t *con)
+{
+    pscom_request_t *probe = pscom_request_create(0, 0);
+    if (!probe)
+        return 1;
+    probe->connection = con; /* no recv_accept: any message */
+    int found = pscom_iprobe(probe);
+    pscom_request_free(probe);
+    return found;
+}
+
+/* Forget con in every av entry (they reconnect when used) and close it. */
+static void close_con(pscom_connection_t *con)
+{
+    for (int k = 0; k < MPIDIU_get_n_avts(); k++) {
+        MPIDI_av_table_t *t = MPIDIU_get_av_table(k);
+        for (int j = 0; t && j < t->size; j++)
+            if (MPIDI_PSCOM_AV(&t->table[j]).con == con)
+                MPIDI_PSCOM_AV(&t->table[j]).con = NULL;
+    }
+    pscom_close_connection(con);
+}
+
+/* Close the connections peers closed, once nothing is left to receive from them. */
+void MPIDI_PSCOM_reap_closed(void)
+{
+    int kept = 0;
+    for (int i = 0; i < MPIDI_PSCOM_global.n_closed; i++) {
+        pscom_connection_t *con = MPIDI_PSCOM_global.closed[i];
+        if (has_unreceived(con))
+            MPIDI_PSCOM_global.closed[kept++] = con; /* try again on a later progress call */
+        else
+            close_con(con);
+    }
+    MPIDI_PSCOM_global.n_closed = kept;
+}

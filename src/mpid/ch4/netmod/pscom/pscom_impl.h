@@ -1,0 +1,150 @@
+/*
+ * Internal definitions of the ch4:pscom netmod: global state, wire headers, and the user area
+ * of every pscom request the netmod creates.
+ */
+#ifndef PSCOM_IMPL_H_INCLUDED
+#define PSCOM_IMPL_H_INCLUDED
+
+#include <mpidimpl.h>
+#include "mpidch4r.h"
+#include "ch4_impl.h"
+#include <pscom.h>
+#include <sched.h>
+
+#define MPIDI_PSCOM_AV(av)   ((av)->netmod.pscom)
+#define MPIDI_PSCOM_REQ(req) ((req)->dev.ch4.netmod.pscom)
+
+/* ---- wire format: the xheader of every message starts with a type byte ---- */
+
+#define MPIDI_PSCOM_WIRE_VERSION 1
+
+enum MPIDI_PSCOM_msg_type {
+    MPIDI_PSCOM_MSG_AM = 1,        /* MPIDIG active message */
+    MPIDI_PSCOM_MSG_TAGGED = 2,    /* native MPI point-to-point */
+    MPIDI_PSCOM_MSG_SSEND_ACK = 3, /* receiver matched a synchronous send */
+    MPIDI_PSCOM_MSG_DYNAMIC = 4,   /* dynamic_send/dynamic_recv (connect/accept, spawn) */
+};
+
+#define MPIDI_PSCOM_AM_FLAG_HDR_IN_DATA 0x1 /* am_hdr too big for the xheader: leads the data */
+#define MPIDI_PSCOM_TAGGED_FLAG_SSEND   0x1 /* receiver must send MPIDI_PSCOM_MSG_SSEND_ACK */
+
+typedef struct {
+    uint8_t type; /* MPIDI_PSCOM_MSG_AM */
+    uint8_t version;
+    uint8_t flags;
+    uint8_t handler_id;
+    uint32_t am_hdr_sz;
+    /* am_hdr follows (8-byte aligned) unless HDR_IN_DATA */
+} MPIDI_PSCOM_am_xhdr_t;
+
+typedef struct {
+    uint8_t type; /* MPIDI_PSCOM_MSG_TAGGED */
+    uint8_t version;
+    uint8_t flags;
+    uint8_t unused;
+    int32_t tag;         /* MPI tag including MPIR error bits */
+    uint32_t context_id; /* sender's context_id + context_offset */
+    int32_t src_rank;    /* sender's rank in the communicator */
+    uint64_t sreq;       /* SSEND: sender's request, echoed in the ack */
+} MPIDI_PSCOM_tagged_xhdr_t;
+
+typedef struct {
+    uint8_t type; /* MPIDI_PSCOM_MSG_SSEND_ACK */
+    uint8_t version;
+    uint8_t unused[6];
+    uint64_t sreq;
+} MPIDI_PSCOM_ack_xhdr_t;
+
+typedef struct {
+    uint8_t type; /* MPIDI_PSCOM_MSG_DYNAMIC */
+    uint8_t version;
+    uint8_t unused[2];
+    int32_t tag;
+} MPIDI_PSCOM_dyn_xhdr_t;
+
+/* Largest am_hdr carried in the xheader; bigger ones travel in front of the data. */
+#define MPIDI_PSCOM_AM_XHDR_MAX (PSCOM_XHEADER_MAX - (int)sizeof(MPIDI_PSCOM_am_xhdr_t))
+/* Eager AM limit: MPIDIG copies unexpected eager AMs into cells of
+ * MPIR_CVAR_CH4_AM_PACK_BUFFER_SIZE (64 KiB by default); above this it uses RTS/CTS. */
+#define MPIDI_PSCOM_AM_EAGER_MAX (16 * 1024)
+
+/* MPIDI_PSCOM_request_t.mrecv_state bits */
+#define MPIDI_PSCOM_MRECV_DATA_DONE 0x1 /* the probed message is in the staging buffer */
+#define MPIDI_PSCOM_MRECV_POSTED    0x2 /* MPI_Imrecv named the user buffer */
+
+/* ---- the user area of every pscom request we create ---- */
+
+typedef struct MPIDI_PSCOM_preq {
+    pscom_request_t *next;                   /* link in the completion queue */
+    void (*complete)(pscom_request_t *preq); /* finishes it in MPIDI_NM_progress, outside pscom */
+    MPIR_Request *req;                       /* the MPICH request, if any */
+    void *buf;                               /* buffer owned by this pscom request */
+    /* tagged receive: what recv_accept matches */
+    uint32_t context_id;
+    int32_t src_rank; /* MPI_ANY_SOURCE allowed */
+    int32_t tag;      /* MPI_ANY_TAG allowed */
+    int handler_id;   /* AM origin: MPIDIG origin callback to run */
+} MPIDI_PSCOM_preq_t;
+
+#define MPIDI_PSCOM_PREQ(preq) ((MPIDI_PSCOM_preq_t *)(preq)->user)
+
+/* ---- global state ---- */
+
+typedef struct {
+    pscom_socket_t *socket;
+    char ep_str[PSCOM_EP_STR_MAX];
+    /* io_done only queues; MPIDI_NM_progress completes outside pscom (no re-entry, FIFO) */
+    pscom_request_t *done_head;
+    pscom_request_t *done_tail;
+    int in_drain;
+    int finalizing;
+    int yield_idle; /* sched_yield() after a progress poll that found nothing */
+    /* connections the peer closed, to be closed on our side too (MPIDI_PSCOM_reap_closed) */
+    pscom_connection_t **closed;
+    int n_closed;
+    int max_closed;
+} MPIDI_PSCOM_global_t;
+
+extern MPIDI_PSCOM_global_t MPIDI_PSCOM_global;
+
+/* pscom_queue.c */
+pscom_request_t *MPIDI_PSCOM_preq_create(size_t max_xheader_len,
+                                         void (*complete)(pscom_request_t *preq));
+void MPIDI_PSCOM_preq_free(pscom_request_t *preq);
+void MPIDI_PSCOM_io_done(pscom_request_t *preq);
+int MPIDI_PSCOM_drain(void);
+
+/* pscom_am.c */
+pscom_request_t *MPIDI_PSCOM_default_recv(pscom_connection_t *con, pscom_header_net_t *header);
+void MPIDI_PSCOM_am_send_done(pscom_request_t *preq);
+
+/* pscom_tagged.c */
+int MPIDI_PSCOM_tagged_accept(pscom_request_t *preq, pscom_connection_t *con,
+                              pscom_header_net_t *header);
+void MPIDI_PSCOM_tagged_send_done(pscom_request_t *preq);
+void MPIDI_PSCOM_tagged_recv_done(pscom_request_t *preq);
+void MPIDI_PSCOM_mrecv_done(pscom_request_t *preq);
+void MPIDI_PSCOM_mrecv_post(MPIR_Request *rreq, void *buf, MPI_Aint count, MPI_Datatype datatype);
+pscom_request_t *MPIDI_PSCOM_ack_recv(pscom_header_net_t *header);
+void MPIDI_PSCOM_fill_status(MPI_Status *status, pscom_request_t *preq);
+
+/* pscom_con.c */
+void MPIDI_PSCOM_con_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t err);
+int MPIDI_PSCOM_connect_av(MPIDI_av_entry_t *av, const char *ep);
+pscom_connection_t *MPIDI_PSCOM_av_reconnect(MPIDI_av_entry_t *av);
+void MPIDI_PSCOM_reap_closed(void);
+
+/* The connection to the process of av entry; made again if the peer had closed the old one. */
+MPL_STATIC_INLINE_PREFIX pscom_connection_t *MPIDI_PSCOM_av_con(MPIDI_av_entry_t *av)
+{
+    pscom_connection_t *con = MPIDI_PSCOM_AV(av).con;
+    return likely(con != NULL) ? con : MPIDI_PSCOM_av_reconnect(av);
+}
+
+/* The connection to rank of comm (MPI_PROC_NULL never gets here). */
+MPL_STATIC_INLINE_PREFIX pscom_connection_t *MPIDI_PSCOM_comm_con(MPIR_Comm *comm, int rank)
+{
+    return MPIDI_PSCOM_av_con(MPIDIU_comm_rank_to_av(comm, rank));
+}
+
+#endif /* PSCOM_IMPL_H_INCLUDED */

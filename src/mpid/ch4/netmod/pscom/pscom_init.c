@@ -1,0 +1,149 @@
+/*
+ * Start-up and shut-down: one pscom socket per process, named "r%07d" after the world rank,
+ * listening on any port. Endpoint strings are exchanged through the PMI KVS, and every world
+ * rank (ourselves included) gets an on-demand connection (pscom_con.c): nothing is connected
+ * until the first message, and pscom resolves two peers connecting at once.
+ */
+#include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
+#include "pscom_impl.h"
+
+#define EP_KEY_FMT "pscom-ep-%d"
+
+/* Our PSP_* settings: rows in pscom's configuration table, so pscom_info -c and
+ * PSP_DEBUG_PARAM show them with pscom's own. */
+static int sched_yield_cfg = -1;
+static const pscom_env_row_t env_rows[] = {
+    {"PSP_MPI_SCHED_YIELD", "-1",
+     "MPI: sched_yield() when a progress poll finds nothing (1 always, 0 never, -1 only when "
+     "this node runs more ranks than this process may use CPUs)",
+     PSCOM_ENV_INT, &sched_yield_cfg, -1, 1},
+    {NULL, NULL, NULL, PSCOM_ENV_INT, NULL, 0, 0},
+};
+
+static int oversubscribed(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) != 0)
+        return 0;
+    return MPIR_Process.local_size > CPU_COUNT(&set);
+}
+
+int MPIDI_PSCOM_init_local(int *tag_bits)
+{
+    int mpi_errno = MPI_SUCCESS;
+    pscom_err_t rc;
+    char name[PSCOM_NAME_MAX];
+
+    /* MPICH serialises netmod calls with its global lock; the pscom lock also covers
+     * pscom calls that may come from other threads in MPI_THREAD_MULTIPLE programs */
+    if (MPIR_ThreadInfo.thread_provided == MPI_THREAD_MULTIPLE)
+        rc = pscom_init_thread(PSCOM_VERSION);
+    else
+        rc = pscom_init(PSCOM_VERSION);
+    MPIR_ERR_CHKANDJUMP1(rc != PSCOM_SUCCESS, mpi_errno, MPI_ERR_OTHER, "**pscom_init",
+                         "**pscom_init %s", pscom_err_str(rc));
+
+    pscom_env_register("mpi", env_rows);
+    MPIDI_PSCOM_global.yield_idle = sched_yield_cfg < 0 ? oversubscribed() : sched_yield_cfg;
+
+    pscom_socket_t *socket = pscom_open_socket(0, 0);
+    MPIR_ERR_CHKANDJUMP1(socket == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_socket",
+                         "**pscom_socket %s", "pscom_open_socket");
+    socket->ops.default_recv = MPIDI_PSCOM_default_recv;
+    socket->ops.con_error = MPIDI_PSCOM_con_error;
+    snprintf(name, sizeof(name), "r%07d", MPIR_Process.rank);
+    pscom_socket_set_name(socket, name);
+    rc = pscom_listen(socket, PSCOM_ANYPORT);
+    MPIR_ERR_CHKANDJUMP1(rc != PSCOM_SUCCESS, mpi_errno, MPI_ERR_OTHER, "**pscom_socket",
+                         "**pscom_socket %s", pscom_err_str(rc));
+    const char *ep = pscom_socket_get_ep_str(socket);
+    MPIR_ERR_CHKANDJUMP1(ep == NULL || strlen(ep) >= sizeof(MPIDI_PSCOM_global.ep_str), mpi_errno,
+                         MPI_ERR_OTHER, "**pscom_ep", "**pscom_ep %s", ep ? ep : "(none)");
+    strcpy(MPIDI_PSCOM_global.ep_str, ep);
+    MPIDI_PSCOM_global.socket = socket;
+
+    /* the whole 31-bit MPI tag travels in the xheader */
+    *tag_bits = MPIR_TAG_BITS_DEFAULT;
+
+fn_fail:
+    return mpi_errno;
+}
+
+int MPIDI_PSCOM_init_world(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    char key[32];
+    char *val = NULL;
+    int val_max = MPIR_pmi_max_val_size();
+
+    snprintf(key, sizeof(key), EP_KEY_FMT, MPIR_Process.rank);
+    mpi_errno = MPIR_pmi_kvs_put(key, MPIDI_PSCOM_global.ep_str);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIR_pmi_barrier();
+    MPIR_ERR_CHECK(mpi_errno);
+
+    val = MPL_malloc(val_max, MPL_MEM_ADDRESS);
+    MPIR_ERR_CHKANDJUMP(val == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
+    for (int r = 0; r < MPIR_Process.size; r++) {
+        if (r == MPIR_Process.rank) {
+            strcpy(val, MPIDI_PSCOM_global.ep_str);
+        } else {
+            snprintf(key, sizeof(key), EP_KEY_FMT, r);
+            mpi_errno = MPIR_pmi_kvs_get(r, key, val, val_max);
+            MPIR_ERR_CHECK(mpi_errno);
+        }
+        /* self too: a loopback connection keeps self-sends in pscom's matching order */
+        mpi_errno = MPIDI_PSCOM_connect_av(&MPIDIU_get_av(0, r), val);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+
+fn_exit:
+    MPL_free(val);
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_PSCOM_post_init(void)
+{
+    return MPI_SUCCESS;
+}
+
+int MPIDI_PSCOM_mpi_finalize_hook(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    /* finish what completed but was not processed yet (e.g. last ssend acks) */
+    pscom_progress(0);
+    MPIDI_PSCOM_drain();
+
+    /* comm_world is gone already: synchronise through PMI, so nobody closes a connection
+     * a peer still sends on, then let pscom flush and close everything */
+    mpi_errno = MPIR_pmi_barrier();
+    MPIDI_PSCOM_global.finalizing = 1;
+    for (int i = 0; i < MPIDIU_get_n_avts(); i++) {
+        MPIDI_av_table_t *t = MPIDIU_get_av_table(i);
+        for (int j = 0; t && j < t->size; j++) {
+            MPL_free(MPIDI_PSCOM_AV(&t->table[j]).ep);
+            MPIDI_PSCOM_AV(&t->table[j]).ep = NULL;
+            MPIDI_PSCOM_AV(&t->table[j]).con = NULL; /* closed with the socket */
+        }
+    }
+    pscom_close_socket(MPIDI_PSCOM_global.socket);
+    MPIDI_PSCOM_global.socket = NULL;
+    MPL_free(MPIDI_PSCOM_global.closed);
+    MPIDI_PSCOM_global.closed = NULL;
+    MPIDI_PSCOM_global.n_closed = MPIDI_PSCOM_global.max_closed = 0;
+    return mpi_errno;
+}
+
+/* Only used with info mpich_buf_type=network: nothing special about pscom memory. */
+void *MPIDI_PSCOM_mpi_alloc_mem(MPI_Aint size, MPIR_Info *info_ptr)
+{
+    return MPIDIG_mpi_alloc_mem(size, info_ptr);
+}
+
+int MPIDI_PSCOM_mpi_free_mem(void *ptr)
+{
+    return MPIDIG_mpi_free_mem(ptr);
+}

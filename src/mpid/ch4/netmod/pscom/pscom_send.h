@@ -1,0 +1,118 @@
+/* Native MPI sends: one pscom message per MPI message (xheader: MPIDI_PSCOM_tagged_xhdr_t). */
+#ifndef PSCOM_SEND_H_INCLUDED
+#define PSCOM_SEND_H_INCLUDED
+
+#include "pscom_impl.h"
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend(const void *buf, MPI_Aint count,
+                                               MPI_Datatype datatype, int rank, int tag,
+                                               MPIR_Comm *comm, int context_offset,
+                                               MPIDI_av_entry_t *addr, MPIR_Request **request,
+                                               int is_sync)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int dt_contig;
+    size_t data_sz;
+    MPI_Aint dt_true_lb;
+    MPIR_Datatype *dt_ptr;
+    MPIR_Request *req = *request;
+    MPIDI_PSCOM_tagged_xhdr_t *xh;
+
+    MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
+    (void)dt_ptr;
+
+    pscom_request_t *preq = MPIDI_PSCOM_preq_create(sizeof(*xh), MPIDI_PSCOM_tagged_send_done);
+    MPIR_ERR_CHKANDJUMP(preq == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
+    if (dt_contig) {
+        preq->data = data_sz ? (void *)MPIR_get_contig_ptr(buf, dt_true_lb) : NULL;
+    } else {
+        /* pscom sends one byte range: pack into a buffer the pscom request owns */
+        void *pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
+        MPI_Aint packed;
+        MPIR_ERR_CHKANDJUMP(pack == NULL && data_sz, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
+        MPIDI_PSCOM_PREQ(preq)->buf = pack;
+        mpi_errno = MPIR_Typerep_pack(buf, count, datatype, 0, pack, data_sz, &packed);
+        MPIR_ERR_CHECK(mpi_errno);
+        preq->data = pack;
+    }
+
+    /* from here on nothing fails: the MPICH request is never left half set up */
+    if (req)
+        MPIR_Request_add_ref(req);
+    else
+        req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__SEND, 0, 2);
+    MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
+    if (is_sync)
+        MPIR_cc_inc(req->cc_ptr); /* completes on send done and on the receiver's ack */
+    MPIDI_PSCOM_REQ(req).preq = preq;
+    MPIDI_PSCOM_PREQ(preq)->req = req;
+
+    xh = preq->xheader;
+    xh->type = MPIDI_PSCOM_MSG_TAGGED;
+    xh->version = MPIDI_PSCOM_WIRE_VERSION;
+    xh->flags = is_sync ? MPIDI_PSCOM_TAGGED_FLAG_SSEND : 0;
+    xh->unused = 0;
+    xh->tag = tag;
+    xh->context_id = comm->context_id + context_offset;
+    xh->src_rank = comm->rank;
+    xh->sreq = is_sync ? (uint64_t)(uintptr_t)req : 0;
+    preq->xheader_len = sizeof(*xh);
+    preq->data_len = data_sz;
+    preq->connection = addr ? MPIDI_PSCOM_av_con(addr) : MPIDI_PSCOM_comm_con(comm, rank);
+    pscom_post_send(preq);
+    *request = req;
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    if (preq)
+        MPIDI_PSCOM_preq_free(preq);
+    goto fn_exit;
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_isend(const void *buf, MPI_Aint count,
+                                                MPI_Datatype datatype, int rank, int tag,
+                                                MPIR_Comm *comm, int context_offset,
+                                                MPIDI_av_entry_t *addr, MPIR_Request **request)
+{
+    return MPIDI_PSCOM_isend(buf, count, datatype, rank, tag, comm, context_offset, addr, request,
+                             0);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_issend(const void *buf, MPI_Aint count,
+                                                 MPI_Datatype datatype, int rank, int tag,
+                                                 MPIR_Comm *comm, int context_offset,
+                                                 MPIDI_av_entry_t *addr, MPIR_Request **request)
+{
+    return MPIDI_PSCOM_isend(buf, count, datatype, rank, tag, comm, context_offset, addr, request,
+                             1);
+}
+
+/* Collective traffic: a failed earlier step travels in the tag's error bits. */
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_isend_coll(const void *buf, MPI_Aint count,
+                                                 MPI_Datatype datatype, int rank, int tag,
+                                                 MPIR_Comm *comm, int context_offset,
+                                                 MPIDI_av_entry_t *addr, MPIR_Request **request,
+                                                 MPIR_Errflag_t *errflag)
+{
+    switch (*errflag) {
+    case MPIR_ERR_NONE:
+        break;
+    case MPIR_ERR_PROC_FAILED:
+        MPIR_TAG_SET_PROC_FAILURE_BIT(tag);
+        break;
+    default:
+        MPIR_TAG_SET_ERROR_BIT(tag);
+    }
+    return MPIDI_PSCOM_isend(buf, count, datatype, rank, tag, comm, context_offset, addr, request,
+                             0);
+}
+
+/* Sends are not cancelled (allowed by MPI; MPIDIG does the same). */
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_cancel_send(MPIR_Request *sreq)
+{
+    (void)sreq;
+    return MPI_SUCCESS;
+}
+
+#endif /* PSCOM_SEND_H_INCLUDED */

@@ -1,0 +1,185 @@
+/*
+ * Native MPI point-to-point over pscom: matching (recv_accept), completions, ssend acks.
+ * A tagged message carries MPIDI_PSCOM_tagged_xhdr_t; receives are posted socket-wide
+ * (connection NULL) and match on {context id, source rank, tag} from the xheader, so matching
+ * never depends on which pscom connection object a message arrived on.
+ */
+#include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
+#include "pscom_impl.h"
+
+static void ack_recv_done(pscom_request_t *preq);
+
+int MPIDI_PSCOM_tagged_accept(pscom_request_t *preq, pscom_connection_t *con,
+                              pscom_header_net_t *header)
+{
+    const MPIDI_PSCOM_tagged_xhdr_t *xh = pscom_header_xheader(header);
+    const MPIDI_PSCOM_preq_t *want = MPIDI_PSCOM_PREQ(preq);
+
+    (void)con;
+    if (header->xheader_len < sizeof(*xh) || xh->type != MPIDI_PSCOM_MSG_TAGGED ||
+        xh->version != MPIDI_PSCOM_WIRE_VERSION)
+        return 0;
+    if (xh->context_id != want->context_id)
+        return 0;
+    if (want->src_rank != MPI_ANY_SOURCE && xh->src_rank != want->src_rank)
+        return 0;
+    /* error bits set by failed collectives must still match (MPIC_* check them) */
+    if (want->tag != MPI_ANY_TAG && MPIR_TAG_MASK_ERROR_BITS(xh->tag) != want->tag)
+        return 0;
+    return 1;
+}
+
+/* A probed message's envelope into status (count: full message). MPI_ERROR stays as it is:
+ * probe calls do not set it. */
+void MPIDI_PSCOM_fill_status(MPI_Status *status, pscom_request_t *preq)
+{
+    const MPIDI_PSCOM_tagged_xhdr_t *xh = preq->xheader;
+    if (status == MPI_STATUS_IGNORE)
+        return;
+    status->MPI_SOURCE = xh->src_rank;
+    status->MPI_TAG = xh->tag;
+    MPIR_STATUS_SET_COUNT(*status, preq->header.data_len);
+}
+
+void MPIDI_PSCOM_tagged_send_done(pscom_request_t *preq)
+{
+    MPIR_Request *req = MPIDI_PSCOM_PREQ(preq)->req;
+    const MPIDI_PSCOM_tagged_xhdr_t *xh = preq->xheader;
+
+    if (!pscom_req_successful(preq)) {
+        req->status.MPI_ERROR = MPIR_Err_create_code(
+            MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_OTHER, "**pscom_send",
+            "**pscom_send %s", pscom_req_state_str(preq->state));
+        if (xh->flags & MPIDI_PSCOM_TAGGED_FLAG_SSEND)
+            MPIDIU_request_complete(req); /* no ack will come: do not wait for it */
+    }
+    MPIDI_PSCOM_REQ(req).preq = NULL;
+    MPIDI_PSCOM_preq_free(preq); /* also frees a pack buffer */
+    MPIDIU_request_complete(req);
+}
+
+/* Tell a synchronous sender that its message was matched. */
+static void send_ack(pscom_request_t *preq)
+{
+    const MPIDI_PSCOM_tagged_xhdr_t *xh = preq->xheader;
+    MPIDI_PSCOM_ack_xhdr_t ack = {
+        .type = MPIDI_PSCOM_MSG_SSEND_ACK, .version = MPIDI_PSCOM_WIRE_VERSION, .sreq = xh->sreq};
+    if (preq->connection)
+        pscom_send(preq->connection, &ack, sizeof(ack), NULL, 0);
+}
+
+/*
+ * Finish a receive that pscom completed: status, truncation, unpack of staged non-contiguous
+ * data, ssend ack. bytes: what landed in the buffer.
+ */
+static void recv_finish(MPIR_Request *rreq, pscom_request_t *preq)
+{
+    MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(rreq);
+    const MPIDI_PSCOM_tagged_xhdr_t *xh = preq->xheader;
+    size_t bytes = preq->data_len;
+
+    if (preq->state & PSCOM_REQ_STATE_CANCELED) {
+        MPIR_STATUS_SET_CANCEL_BIT(rreq->status, TRUE);
+        MPIR_STATUS_SET_COUNT(rreq->status, 0);
+    } else {
+        rreq->status.MPI_SOURCE = xh->src_rank;
+        rreq->status.MPI_TAG = xh->tag;
+        rreq->status.MPI_ERROR = MPI_SUCCESS;
+        if ((preq->state & PSCOM_REQ_STATE_TRUNCATED) || preq->header.data_len > bytes) {
+            rreq->status.MPI_ERROR =
+                MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                     MPI_ERR_TRUNCATE, "**truncate", "**truncate %d %d %d %d",
+                                     xh->src_rank, xh->tag, (int)preq->header.data_len, (int)bytes);
+        } else if (preq->state & PSCOM_REQ_STATE_ERROR) {
+            rreq->status.MPI_ERROR = MPIR_Err_create_code(
+                MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_OTHER, "**pscom_con",
+                "**pscom_con %s %s", preq->connection ? pscom_con_str(preq->connection) : "?",
+                pscom_req_state_str(preq->state));
+        }
+        if (r->pack_buf && bytes) {
+            MPI_Aint unpacked;
+            MPIR_Typerep_unpack(r->pack_buf, bytes, r->user_buf, r->count, r->datatype, 0,
+                                &unpacked);
+            bytes = unpacked;
+        }
+        MPIR_STATUS_SET_COUNT(rreq->status, bytes);
+        if (xh->flags & MPIDI_PSCOM_TAGGED_FLAG_SSEND)
+            send_ack(preq);
+    }
+    if (r->pack_buf) {
+        MPL_free(r->pack_buf);
+        r->pack_buf = NULL;
+        MPIR_Datatype_release_if_not_builtin(r->datatype);
+    }
+    r->preq = NULL;
+}
+
+void MPIDI_PSCOM_tagged_recv_done(pscom_request_t *preq)
+{
+    MPIR_Request *rreq = MPIDI_PSCOM_PREQ(preq)->req;
+    recv_finish(rreq, preq);
+    MPIDI_PSCOM_preq_free(preq);
+    MPIDIU_request_complete(rreq);
+}
+
+/*
+ * Matched-probe receive: MPI_Improbe posts a receive of exactly the probed message into a
+ * staging buffer (pscom cannot dequeue on probe, and the user buffer is not known yet).
+ * It finishes when both the data is here (mrecv_done) and MPI_Imrecv named the buffer.
+ */
+static void mrecv_finish(MPIR_Request *rreq, pscom_request_t *preq)
+{
+    MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(rreq);
+    size_t room;
+    MPIDI_Datatype_check_size(r->datatype, r->count, room);
+
+    /* recv_finish unpacks pack_buf into the user buffer and frees it */
+    r->pack_buf = preq->data;
+    MPIDI_PSCOM_PREQ(preq)->buf = NULL;
+    if (preq->data_len > room) {
+        preq->data_len = room;
+        preq->state |= PSCOM_REQ_STATE_TRUNCATED;
+    }
+    recv_finish(rreq, preq);
+    MPIDI_PSCOM_preq_free(preq);
+    MPIDIU_request_complete(rreq);
+}
+
+void MPIDI_PSCOM_mrecv_done(pscom_request_t *preq)
+{
+    MPIR_Request *rreq = MPIDI_PSCOM_PREQ(preq)->req;
+    MPIDI_PSCOM_REQ(rreq).mrecv_state |= MPIDI_PSCOM_MRECV_DATA_DONE;
+    if (MPIDI_PSCOM_REQ(rreq).mrecv_state & MPIDI_PSCOM_MRECV_POSTED)
+        mrecv_finish(rreq, preq);
+}
+
+void MPIDI_PSCOM_mrecv_post(MPIR_Request *rreq, void *buf, MPI_Aint count, MPI_Datatype datatype)
+{
+    MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(rreq);
+    r->user_buf = buf;
+    r->count = count;
+    r->datatype = datatype;
+    MPIR_Datatype_add_ref_if_not_builtin(datatype);
+    r->mrecv_state |= MPIDI_PSCOM_MRECV_POSTED;
+    if (r->mrecv_state & MPIDI_PSCOM_MRECV_DATA_DONE)
+        mrecv_finish(rreq, r->preq);
+}
+
+/* ---- ssend acknowledgement ---- */
+
+pscom_request_t *MPIDI_PSCOM_ack_recv(pscom_header_net_t *header)
+{
+    (void)header;
+    pscom_request_t *preq = MPIDI_PSCOM_preq_create(sizeof(MPIDI_PSCOM_ack_xhdr_t), ack_recv_done);
+    if (preq)
+        preq->data_len = 0;
+    return preq;
+}
+
+static void ack_recv_done(pscom_request_t *preq)
+{
+    const MPIDI_PSCOM_ack_xhdr_t *ack = preq->xheader;
+    MPIR_Request *sreq = (MPIR_Request *)(uintptr_t)ack->sreq;
+    MPIDI_PSCOM_preq_free(preq);
+    MPIDIU_request_complete(sreq); /* the second of two completions (send done + ack) */
+}

@@ -1,0 +1,290 @@
+/*
+ * Point-to-point semantics the netmod must get right, one TAP line each (printed by rank 0,
+ * every check ANDed over all ranks): any-source/any-tag, ordering, ssend/rsend, probe,
+ * mprobe/mrecv, cancel of a receive, truncation, non-contiguous types, zero bytes, self,
+ * large (rendezvous-size) messages.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, size, ntest;
+
+static void check(int ok, const char *what)
+{
+    int all;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("%s %d - %s\n", all ? "ok" : "not ok", ++ntest, what);
+    fflush(stdout);
+}
+
+static void test_anysource(void)
+{
+    /* everyone sends its rank to 0; 0 receives with ANY_SOURCE/ANY_TAG */
+    int ok = 1;
+    if (rank == 0) {
+        int seen = 0;
+        for (int i = 1; i < size; i++) {
+            int v;
+            MPI_Status st;
+            MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+            ok &= v == st.MPI_SOURCE && st.MPI_TAG == 100 + v;
+            seen |= 1 << v;
+        }
+        ok &= seen == ((1 << size) - 2);
+    } else {
+        MPI_Send(&rank, 1, MPI_INT, 0, 100 + rank, MPI_COMM_WORLD);
+    }
+    check(ok, "MPI_ANY_SOURCE / MPI_ANY_TAG with status");
+}
+
+static void test_order(void)
+{
+    /* non-overtaking: same source, same tag, arrival in send order (small and large mixed) */
+    int ok = 1, peer = rank ^ 1;
+    enum { N = 20, BIG = 300000 };
+    if (peer < size) {
+        char *big = malloc(BIG);
+        if (rank % 2 == 0) {
+            for (int i = 0; i < N; i++) {
+                if (i % 5 == 4) {
+                    memset(big, i, BIG);
+                    MPI_Send(big, BIG, MPI_CHAR, peer, 5, MPI_COMM_WORLD);
+                } else {
+                    MPI_Send(&i, 1, MPI_INT, peer, 5, MPI_COMM_WORLD);
+                }
+            }
+        } else {
+            for (int i = 0; i < N; i++) {
+                MPI_Status st;
+                int count;
+                MPI_Recv(big, BIG, MPI_CHAR, peer, 5, MPI_COMM_WORLD, &st);
+                MPI_Get_count(&st, MPI_CHAR, &count);
+                if (i % 5 == 4)
+                    ok &= count == BIG && big[0] == (char)i && big[BIG - 1] == (char)i;
+                else
+                    ok &= count == (int)sizeof(int) && *(int *)big == i;
+            }
+        }
+        free(big);
+    }
+    check(ok, "message order from one sender (eager and large interleaved)");
+}
+
+static void test_ssend_rsend(void)
+{
+    int ok = 1, peer = rank ^ 1, v = rank, r = -1;
+    MPI_Request req;
+    if (peer >= size) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        check(ok, "MPI_Ssend / MPI_Issend / MPI_Rsend");
+        return;
+    }
+    if (rank % 2 == 0) {
+        MPI_Ssend(&v, 1, MPI_INT, peer, 1, MPI_COMM_WORLD);
+
+        /* Issend must not complete before the receiver posts (after the barrier) */
+        int flag = 1;
+        MPI_Issend(&v, 1, MPI_INT, peer, 3, MPI_COMM_WORLD, &req);
+        for (int i = 0; i < 100; i++)
+            MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+        ok &= !flag;
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (!flag)
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+
+        /* rsend once the peer says its receive is posted */
+        MPI_Recv(NULL, 0, MPI_INT, peer, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Rsend(&v, 1, MPI_INT, peer, 4, MPI_COMM_WORLD);
+    } else {
+        MPI_Recv(&r, 1, MPI_INT, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        ok &= r == peer;
+        MPI_Barrier(MPI_COMM_WORLD);
+        r = -1;
+        MPI_Recv(&r, 1, MPI_INT, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        ok &= r == peer;
+        r = -1;
+        MPI_Irecv(&r, 1, MPI_INT, peer, 4, MPI_COMM_WORLD, &req);
+        MPI_Send(NULL, 0, MPI_INT, peer, 6, MPI_COMM_WORLD);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        ok &= r == peer;
+    }
+    check(ok, "MPI_Ssend / MPI_Issend (waits for the match) / MPI_Rsend");
+}
+
+static void test_probe(void)
+{
+    int ok = 1, peer = rank ^ 1;
+    if (peer < size) {
+        if (rank % 2 == 0) {
+            int v[3] = {1, 2, 3};
+            MPI_Send(v, 3, MPI_INT, peer, 9, MPI_COMM_WORLD);
+            MPI_Send(v, 2, MPI_INT, peer, 10, MPI_COMM_WORLD);
+        } else {
+            MPI_Status st;
+            int count, flag = 0, v[3];
+            MPI_Probe(peer, 10, MPI_COMM_WORLD, &st); /* the second message, by tag */
+            MPI_Get_count(&st, MPI_INT, &count);
+            ok &= count == 2 && st.MPI_SOURCE == peer && st.MPI_TAG == 10;
+            while (!flag)
+                MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+            MPI_Get_count(&st, MPI_INT, &count);
+            ok &= count == 3 && st.MPI_TAG == 9; /* the first one still comes first */
+            MPI_Recv(v, 3, MPI_INT, peer, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(v, 3, MPI_INT, peer, 10, MPI_COMM_WORLD, &st);
+            MPI_Get_count(&st, MPI_INT, &count);
+            ok &= count == 2 && v[0] == 1 && v[1] == 2;
+        }
+    }
+    check(ok, "MPI_Probe / MPI_Iprobe");
+}
+
+static void test_mprobe(void)
+{
+    int ok = 1, peer = rank ^ 1;
+    if (peer < size) {
+        if (rank % 2 == 0) {
+            double d[4] = {1.5, 2.5, 3.5, 4.5};
+            MPI_Send(d, 4, MPI_DOUBLE, peer, 11, MPI_COMM_WORLD);
+            MPI_Send(d, 1, MPI_DOUBLE, peer, 11, MPI_COMM_WORLD);
+        } else {
+            MPI_Message m1, m2;
+            MPI_Status st;
+            int count, flag = 0;
+            double d[4] = {0};
+            MPI_Mprobe(MPI_ANY_SOURCE, 11, MPI_COMM_WORLD, &m1, &st);
+            MPI_Get_count(&st, MPI_DOUBLE, &count);
+            ok &= count == 4;
+            /* the matched message is gone from the queue: next probe sees the second */
+            while (!flag)
+                MPI_Improbe(peer, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &m2, &st);
+            MPI_Get_count(&st, MPI_DOUBLE, &count);
+            ok &= count == 1;
+            MPI_Mrecv(d, 4, MPI_DOUBLE, &m1, &st);
+            ok &= d[3] == 4.5;
+            MPI_Request req;
+            MPI_Imrecv(d, 4, MPI_DOUBLE, &m2, &req);
+            MPI_Wait(&req, &st);
+            MPI_Get_count(&st, MPI_DOUBLE, &count);
+            ok &= count == 1 && d[0] == 1.5;
+        }
+    }
+    check(ok, "MPI_Mprobe / MPI_Improbe / MPI_Mrecv / MPI_Imrecv");
+}
+
+static void test_cancel(void)
+{
+    int ok = 1, v = 0, flag = 0;
+    MPI_Request req;
+    MPI_Status st;
+    MPI_Irecv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &req);
+    MPI_Cancel(&req);
+    MPI_Wait(&req, &st);
+    MPI_Test_cancelled(&st, &flag);
+    ok &= flag;
+    check(ok, "cancel of a posted receive");
+}
+
+static void test_truncate(void)
+{
+    int ok = 1, peer = rank ^ 1;
+    if (peer < size) {
+        if (rank % 2 == 0) {
+            int v[8] = {0};
+            MPI_Send(v, 8, MPI_INT, peer, 12, MPI_COMM_WORLD);
+        } else {
+            int v[2];
+            MPI_Status st;
+            MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+            int err = MPI_Recv(v, 2, MPI_INT, peer, 12, MPI_COMM_WORLD, &st);
+            int cls = MPI_SUCCESS;
+            MPI_Error_class(err, &cls);
+            ok &= cls == MPI_ERR_TRUNCATE;
+            MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+        }
+    }
+    check(ok, "truncation reports MPI_ERR_TRUNCATE");
+}
+
+static void test_noncontig_zero_self(void)
+{
+    int ok = 1, peer = (rank + 1) % size, from = (rank + size - 1) % size;
+    /* vector: every other int of 100 */
+    MPI_Datatype vec;
+    MPI_Type_vector(50, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    int src[100], dst[100];
+    for (int i = 0; i < 100; i++) {
+        src[i] = rank * 1000 + i;
+        dst[i] = -1;
+    }
+    MPI_Sendrecv(src, 1, vec, peer, 13, dst, 1, vec, from, 13, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    for (int i = 0; i < 100; i++)
+        ok &= dst[i] == (i % 2 ? -1 : from * 1000 + i);
+    check(ok, "non-contiguous datatype (vector) both sides");
+
+    /* non-contiguous to contiguous */
+    int flat[50];
+    MPI_Sendrecv(src, 1, vec, peer, 14, flat, 50, MPI_INT, from, 14, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    ok = 1;
+    for (int i = 0; i < 50; i++)
+        ok &= flat[i] == from * 1000 + 2 * i;
+    check(ok, "vector to contiguous");
+    MPI_Type_free(&vec);
+
+    /* zero bytes */
+    MPI_Status st;
+    int count = -1;
+    MPI_Sendrecv(NULL, 0, MPI_INT, peer, 15, NULL, 0, MPI_INT, from, 15, MPI_COMM_WORLD, &st);
+    MPI_Get_count(&st, MPI_INT, &count);
+    check(count == 0 && st.MPI_SOURCE == from, "zero-byte message");
+
+    /* self, nonblocking both ways, receive posted after the send */
+    int a = rank, b = -1;
+    MPI_Request rq[2];
+    MPI_Isend(&a, 1, MPI_INT, rank, 16, MPI_COMM_WORLD, &rq[0]);
+    MPI_Irecv(&b, 1, MPI_INT, rank, 16, MPI_COMM_WORLD, &rq[1]);
+    MPI_Status sts[2];
+    MPI_Waitall(2, rq, sts);
+    check(b == rank, "self send before receive");
+}
+
+static void test_large(void)
+{
+    /* bigger than every eager threshold: exercises pscom rendezvous */
+    int ok = 1, peer = (rank + 1) % size, from = (rank + size - 1) % size;
+    size_t n = 4 << 20;
+    char *s = malloc(n), *r = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        s[i] = (char)(i * 7 + rank);
+    MPI_Sendrecv(s, (int)n, MPI_CHAR, peer, 17, r, (int)n, MPI_CHAR, from, 17, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    for (size_t i = 0; i < n; i += 4093)
+        ok &= r[i] == (char)(i * 7 + from);
+    free(s);
+    free(r);
+    check(ok, "4 MiB message around the ring");
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rank == 0)
+        printf("1..12\n");
+    test_anysource();
+    test_order();
+    test_ssend_rsend();
+    test_probe();
+    test_mprobe();
+    test_cancel();
+    test_truncate();
+    test_noncontig_zero_self();
+    test_large();
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,103 @@
+/*
+ * Dynamic processes: the parents (mpiexec -n 2) spawn 2 children of this same program;
+ * parents and children exchange over the intercommunicator, merge it and reduce over all.
+ * Then two halves of the world connect through MPI_Open_port/accept/connect.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+static int ntest;
+
+static void report(MPI_Comm comm, int ok, const char *what)
+{
+    int all, rank;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0)
+        printf("%s %d - %s\n", all ? "ok" : "not ok", ++ntest, what);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Comm parent, inter, merged;
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_get_parent(&parent);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    if (parent != MPI_COMM_NULL) { /* child */
+        int v = -1;
+        if (rank == 0)
+            MPI_Recv(&v, 1, MPI_INT, 0, 1, parent, MPI_STATUS_IGNORE);
+        MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        int reply = v + 1 + rank;
+        MPI_Send(&reply, 1, MPI_INT, rank % 2, 2, parent); /* to a parent by remote rank */
+        MPI_Intercomm_merge(parent, 1, &merged);
+        int one = 1, n = 0;
+        MPI_Allreduce(&one, &n, 1, MPI_INT, MPI_SUM, merged);
+        MPI_Comm_free(&merged);
+        MPI_Comm_disconnect(&parent);
+        MPI_Finalize();
+        return 0;
+    }
+
+    if (rank == 0)
+        printf("1..3\n");
+    int errs[2];
+    MPI_Comm_spawn(argv[0], MPI_ARGV_NULL, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter, errs);
+    int rsize;
+    MPI_Comm_remote_size(inter, &rsize);
+    if (rank == 0) {
+        int v = 41;
+        MPI_Send(&v, 1, MPI_INT, 0, 1, inter);
+    }
+    int ok = rsize == 2, got = 0;
+    for (int c = rank; c < 2; c += size) { /* children send to parent (child rank % 2) */
+        int reply = -1;
+        MPI_Recv(&reply, 1, MPI_INT, c, 2, inter, MPI_STATUS_IGNORE);
+        ok &= reply == 42 + c;
+        got++;
+    }
+    MPI_Intercomm_merge(inter, 0, &merged);
+    int one = 1, n = 0;
+    MPI_Allreduce(&one, &n, 1, MPI_INT, MPI_SUM, merged);
+    ok &= n == size + 2;
+    MPI_Comm_free(&merged);
+    MPI_Comm_disconnect(&inter);
+    report(MPI_COMM_WORLD, ok, "MPI_Comm_spawn of 2, intercomm messages, merge + allreduce");
+
+    /* connect/accept between the two halves of the world */
+    MPI_Comm half;
+    int color = rank < size / 2;
+    MPI_Comm_split(MPI_COMM_WORLD, color, rank, &half);
+    char port[MPI_MAX_PORT_NAME] = "";
+    if (rank == 0)
+        MPI_Open_port(MPI_INFO_NULL, port);
+    MPI_Bcast(port, MPI_MAX_PORT_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (color)
+        MPI_Comm_accept(port, MPI_INFO_NULL, 0, half, &inter);
+    else
+        MPI_Comm_connect(port, MPI_INFO_NULL, 0, half, &inter);
+    MPI_Comm_remote_size(inter, &rsize);
+    int hsize;
+    MPI_Comm_size(half, &hsize);
+    ok = rsize == size - hsize;
+    int mine = rank, theirs = -1, hrank;
+    MPI_Comm_rank(half, &hrank);
+    if (hrank < rsize)
+        MPI_Sendrecv(&mine, 1, MPI_INT, hrank, 3, &theirs, 1, MPI_INT, hrank, 3, inter,
+                     MPI_STATUS_IGNORE);
+    if (hrank < rsize)
+        ok &= color ? theirs == hrank + size / 2 : theirs == hrank;
+    report(MPI_COMM_WORLD, ok, "MPI_Open_port / MPI_Comm_accept / MPI_Comm_connect");
+    MPI_Comm_disconnect(&inter);
+    MPI_Comm_free(&half);
+    if (rank == 0)
+        MPI_Close_port(port);
+    report(MPI_COMM_WORLD, 1, "disconnect and close port");
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,6 @@
+#!/bin/sh
+# MPI_THREAD_MULTIPLE
+. "$(dirname "$0")/mpitest.sh"
+# shellcheck disable=SC2034 # read by mpitest_run
+MPICC_EXTRA=-pthread
+mpitest_run threads
