@@ -29,8 +29,8 @@ static void *worker(void *arg)
         pscom_request_t *s = tu_post_send(con, (uint32_t)t, seq, msg_len(seq), TU_XH);
         pscom_wait(s);
         pscom_wait(r);
-        if (!pscom_req_successful(s) || !tu_recv_good(r, t, peer, (long long)seq, msg_len(seq),
-                                                      TU_XH))
+        if (!pscom_req_successful(s) ||
+            !tu_recv_good(r, t, peer, (long long)seq, msg_len(seq), TU_XH))
             bad++;
         tu_req_free(r);
         tu_req_free(s);
@@ -59,8 +59,8 @@ static int child(void *arg)
         pthread_join(th[t], &ret);
         bad += (long)ret;
     }
-    ok(bad == 0, "%d threads x %d messages each way: order and data verified (%ld bad)", THREADS,
-       N, bad);
+    ok(bad == 0, "%d threads x %d messages each way: order and data verified (%ld bad)", THREADS, N,
+       bad);
     tu_check_transport(con, "the connection");
     is(tu_error_count, 0, "no connection error");
     tu_barrier();

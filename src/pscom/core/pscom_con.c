@@ -128,10 +128,11 @@ PSCOM_API pscom_err_t pscom_connect(pscom_connection_t *connection, const char *
         pscom_con_start_connect(con);
         pscom_wait_until(con_settled, con);
     }
-    pscom_err_t ret = con->pub.state == PSCOM_CON_STATE_RW || (flags & PSCOM_CON_FLAG_ONDEMAND &&
-                                                               con->pub.state < PSCOM_CON_STATE_CLOSED)
-                          ? PSCOM_SUCCESS
-                          : PSCOM_ERR_CONNECTION_REFUSED;
+    pscom_err_t ret =
+        con->pub.state == PSCOM_CON_STATE_RW ||
+                (flags & PSCOM_CON_FLAG_ONDEMAND && con->pub.state < PSCOM_CON_STATE_CLOSED)
+            ? PSCOM_SUCCESS
+            : PSCOM_ERR_CONNECTION_REFUSED;
     pscom_unlock();
     return ret;
 }
@@ -213,8 +214,7 @@ void pscom_con_fail(pscom_con_t *con, pscom_op_t op, pscom_err_t err)
     }
 }
 
-void pscom_con_transport_failed(pscom_con_t *con, pscom_op_t op, pscom_err_t err,
-                                const char *why)
+void pscom_con_transport_failed(pscom_con_t *con, pscom_op_t op, pscom_err_t err, const char *why)
 {
     if (con->eof_received || con->user_closed) {
         /* the peer said goodbye first: an orderly close, nothing to report */
@@ -281,8 +281,10 @@ PSCOM_API void pscom_close_connection(pscom_connection_t *connection)
         flush_wait_t f = {.con = con, .deadline_ms = timeout ? now_ms() + timeout : 0};
         pscom_wait_until(flushed, &f);
         if (f.timed_out)
-            pscom_log(1, "closing %s: peer did not take our last messages within %u ms; "
-                         "dropping them", con->log_name, timeout);
+            pscom_log(1,
+                      "closing %s: peer did not take our last messages within %u ms; "
+                      "dropping them",
+                      con->log_name, timeout);
     }
     pscom_con_free(con);
     pscom_unlock();

@@ -39,11 +39,24 @@ static int parse_size(const char *s, size_t *out)
         return -1;
     unsigned long long mul = 1;
     switch (tolower((unsigned char)*end)) {
-    case 'k': mul = 1ULL << 10; end++; break;
-    case 'm': mul = 1ULL << 20; end++; break;
-    case 'g': mul = 1ULL << 30; end++; break;
-    case 't': mul = 1ULL << 40; end++; break;
-    default: break;
+    case 'k':
+        mul = 1ULL << 10;
+        end++;
+        break;
+    case 'm':
+        mul = 1ULL << 20;
+        end++;
+        break;
+    case 'g':
+        mul = 1ULL << 30;
+        end++;
+        break;
+    case 't':
+        mul = 1ULL << 40;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end == 'b' || *end == 'B' || ((*end == 'i') && (end[1] == 'B' || end[1] == 'b')))
         end += (*end == 'i') ? 2 : 1;
@@ -86,11 +99,16 @@ static int parse_bool(const char *s, int *out)
 static const char *type_name(pscom_env_type_t t)
 {
     switch (t) {
-    case PSCOM_ENV_INT: return "an integer";
-    case PSCOM_ENV_UINT: return "a non-negative integer";
-    case PSCOM_ENV_SIZE: return "a size (e.g. 4096, 64k, 1M, inf)";
-    case PSCOM_ENV_BOOL: return "a boolean (0/1, yes/no, on/off)";
-    case PSCOM_ENV_STR: return "a string";
+    case PSCOM_ENV_INT:
+        return "an integer";
+    case PSCOM_ENV_UINT:
+        return "a non-negative integer";
+    case PSCOM_ENV_SIZE:
+        return "a size (e.g. 4096, 64k, 1M, inf)";
+    case PSCOM_ENV_BOOL:
+        return "a boolean (0/1, yes/no, on/off)";
+    case PSCOM_ENV_STR:
+        return "a string";
     }
     return "?";
 }
@@ -129,9 +147,15 @@ static int set_value(const pscom_env_row_t *row, const char *text)
 static void format_value(const pscom_env_row_t *row, char *buf, size_t len)
 {
     switch (row->type) {
-    case PSCOM_ENV_INT: snprintf(buf, len, "%d", *(int *)row->target); break;
-    case PSCOM_ENV_UINT: snprintf(buf, len, "%u", *(unsigned *)row->target); break;
-    case PSCOM_ENV_BOOL: snprintf(buf, len, "%d", *(int *)row->target); break;
+    case PSCOM_ENV_INT:
+        snprintf(buf, len, "%d", *(int *)row->target);
+        break;
+    case PSCOM_ENV_UINT:
+        snprintf(buf, len, "%u", *(unsigned *)row->target);
+        break;
+    case PSCOM_ENV_BOOL:
+        snprintf(buf, len, "%d", *(int *)row->target);
+        break;
     case PSCOM_ENV_SIZE: {
         size_t v = *(size_t *)row->target;
         if (v == SIZE_MAX)
@@ -167,8 +191,8 @@ void pscom_env_parse_table(const pscom_env_row_t *table)
                 pscom_log(1, "warning: %s='%s' is out of range [%d, %d]; using the default '%s'",
                           row->name, val, row->min, row->max, row->deflt);
             else
-                pscom_log(1, "warning: %s='%s' is out of range; using the default '%s'",
-                          row->name, val, row->deflt);
+                pscom_log(1, "warning: %s='%s' is out of range; using the default '%s'", row->name,
+                          val, row->deflt);
         }
     }
 }

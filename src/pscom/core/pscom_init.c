@@ -26,7 +26,8 @@ pscom_stats_t pscom_stats;
 static const char *rendezvous_str;
 
 static const pscom_env_row_t core_env[] = {
-    {"PSP_DEBUG", "1", "Verbosity: 0 fatal, 1 errors, 2 warnings, 3 info, 4 debug, 5 verbose, 6 trace.",
+    {"PSP_DEBUG", "1",
+     "Verbosity: 0 fatal, 1 errors, 2 warnings, 3 info, 4 debug, 5 verbose, 6 trace.",
      PSCOM_ENV_INT, &pscom_config.debug, 0, 6},
     {"PSP_DEBUG_OUT", "", "Write log lines to this file instead of stderr ($VARS expanded).",
      PSCOM_ENV_STR, &pscom_config.debug_out, 0, 0},
@@ -38,27 +39,30 @@ static const pscom_env_row_t core_env[] = {
      PSCOM_ENV_INT, &pscom_config.debug_param, 0, 2},
     {"PSP_SIGQUIT", "0", "On SIGQUIT, dump sockets, connections, requests and counters.",
      PSCOM_ENV_BOOL, &pscom_config.sigquit, 0, 0},
-    {"PSP_RENDEZVOUS", "", "Eager/rendezvous threshold for every transport (bytes, inf = eager "
+    {"PSP_RENDEZVOUS", "",
+     "Eager/rendezvous threshold for every transport (bytes, inf = eager "
      "only); PSP_<ARCH>_RENDEZVOUS overrides it per transport. Empty: transport defaults.",
      PSCOM_ENV_STR, &rendezvous_str, 0, 0},
-    {"PSP_NETWORK", "", "Network (a.b.c.d or a.b.c.d/bits) whose interface address goes into "
+    {"PSP_NETWORK", "",
+     "Network (a.b.c.d or a.b.c.d/bits) whose interface address goes into "
      "endpoint strings. Empty: the first non-loopback interface.",
      PSCOM_ENV_STR, &pscom_config.network, 0, 0},
-    {"PSP_PLUGINDIR", "", "Directory searched first for libpscom4<name>.so plugins.",
-     PSCOM_ENV_STR, &pscom_config.plugindir, 0, 0},
+    {"PSP_PLUGINDIR", "", "Directory searched first for libpscom4<name>.so plugins.", PSCOM_ENV_STR,
+     &pscom_config.plugindir, 0, 0},
     {"PSP_SCHED_YIELD", "0", "Call sched_yield() while waiting (oversubscribed nodes).",
      PSCOM_ENV_BOOL, &pscom_config.sched_yield, 0, 0},
-    {"PSP_SPIN_US", "1000", "Poll this long without progress before blocking (microseconds); "
+    {"PSP_SPIN_US", "1000",
+     "Poll this long without progress before blocking (microseconds); "
      "after the first 20 us each poll yields the CPU to other runnable processes.",
      PSCOM_ENV_UINT, &pscom_config.spin_us, 0, 0},
     {"PSP_CONNECT_TIMEOUT", "30000", "Give up a connection attempt after this many ms.",
      PSCOM_ENV_UINT, &pscom_config.connect_timeout_ms, 0, 0},
-    {"PSP_SHUTDOWN_TIMEOUT", "0", "Closing a connection waits this long (ms) for the peer to take "
+    {"PSP_SHUTDOWN_TIMEOUT", "0",
+     "Closing a connection waits this long (ms) for the peer to take "
      "our last messages; 0: as long as it takes (5 s at exit).",
      PSCOM_ENV_UINT, &pscom_config.shutdown_timeout_ms, 0, 0},
     {NULL, NULL, NULL, 0, NULL, 0, 0},
 };
-
 
 static void parse_rendezvous(void)
 {
@@ -131,8 +135,10 @@ static void choose_ip(void)
         if (parse_network(pscom_config.network, &net, &mask, &have_mask) == 0)
             want_net = 1;
         else
-            pscom_log(1, "warning: PSP_NETWORK='%s' is not a.b.c.d or a.b.c.d/bits; using the "
-                         "default interface", pscom_config.network);
+            pscom_log(1,
+                      "warning: PSP_NETWORK='%s' is not a.b.c.d or a.b.c.d/bits; using the "
+                      "default interface",
+                      pscom_config.network);
     }
     if (getifaddrs(&ifs) != 0)
         return;
@@ -143,8 +149,9 @@ static void choose_ip(void)
         uint32_t a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
         if (want_net) {
             uint32_t m = have_mask ? mask
-                                   : (i->ifa_netmask ? ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr
-                                                     : 0xffffffffu);
+                                   : (i->ifa_netmask
+                                          ? ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr
+                                          : 0xffffffffu);
             if ((a & m) == (net & m)) {
                 g.ip = a;
                 found = 1;
@@ -180,8 +187,9 @@ static void print_stats(void)
     pscom_log(0, "stats: rendezvous sent %llu received %llu single-copy %llu software %llu",
               (unsigned long long)s->rndv_sent, (unsigned long long)s->rndv_recv,
               (unsigned long long)s->rndv_pull, (unsigned long long)s->rndv_sw_fallback);
-    pscom_log(0, "stats: connections opened %llu failed %llu garbage %llu, blocked waits %llu, "
-                 "shm ring full %llu doorbells %llu",
+    pscom_log(0,
+              "stats: connections opened %llu failed %llu garbage %llu, blocked waits %llu, "
+              "shm ring full %llu doorbells %llu",
               (unsigned long long)s->cons_opened, (unsigned long long)s->cons_failed,
               (unsigned long long)s->garbage_cons, (unsigned long long)s->progress_blocks,
               (unsigned long long)s->shm_ring_full, (unsigned long long)s->shm_doorbells);
@@ -256,17 +264,28 @@ PSCOM_API const char *pscom_version_str(void)
 PSCOM_API const char *pscom_err_str(pscom_err_t err)
 {
     switch (err) {
-    case PSCOM_SUCCESS: return "success";
-    case PSCOM_ERR_STDERROR: return strerror(errno);
-    case PSCOM_ERR_INVALID: return "invalid argument";
-    case PSCOM_ERR_ALREADY: return "already done";
-    case PSCOM_NOT_IMPLEMENTED: return "not implemented";
-    case PSCOM_ERR_EOF: return "connection closed by peer";
-    case PSCOM_ERR_IOERROR: return "connection broken (peer died?)";
-    case PSCOM_ERR_UNSUPPORTED_VERSION: return "unsupported version";
-    case PSCOM_ERR_CONNECTION_REFUSED: return "connection refused";
-    case PSCOM_ERR_PROTOCOL: return "protocol error (malformed message)";
-    case PSCOM_ERR_NOMEM: return "out of memory";
+    case PSCOM_SUCCESS:
+        return "success";
+    case PSCOM_ERR_STDERROR:
+        return strerror(errno);
+    case PSCOM_ERR_INVALID:
+        return "invalid argument";
+    case PSCOM_ERR_ALREADY:
+        return "already done";
+    case PSCOM_NOT_IMPLEMENTED:
+        return "not implemented";
+    case PSCOM_ERR_EOF:
+        return "connection closed by peer";
+    case PSCOM_ERR_IOERROR:
+        return "connection broken (peer died?)";
+    case PSCOM_ERR_UNSUPPORTED_VERSION:
+        return "unsupported version";
+    case PSCOM_ERR_CONNECTION_REFUSED:
+        return "connection refused";
+    case PSCOM_ERR_PROTOCOL:
+        return "protocol error (malformed message)";
+    case PSCOM_ERR_NOMEM:
+        return "out of memory";
     }
     return "unknown error";
 }
@@ -299,16 +318,18 @@ PSCOM_API void pscom_dump_info(FILE *out)
         list_for_each(pc, &sock->cons)
         {
             pscom_con_t *con = list_entry(pc, pscom_con_t, next);
-            fprintf(out, "  con %s state %s: %d sends, %d receives, %d unexpected, %d rndv "
-                         "sends, %d rndv receives\n",
+            fprintf(out,
+                    "  con %s state %s: %d sends, %d receives, %d unexpected, %d rndv "
+                    "sends, %d rndv receives\n",
                     con->log_name, con_state_str(con->pub.state), count(&con->sendq),
                     count(&con->recvq), count(&con->genq), count(&con->rndv_sends),
                     count(&con->rndv_recvs));
         }
     }
     pscom_stats_t *s = &pscom_stats;
-    fprintf(out, "counters: sent %llu/%llu B, recv %llu/%llu B, unexpected %llu, rndv %llu/%llu, "
-                 "pull %llu, sw %llu, cons %llu failed %llu, blocks %llu\n",
+    fprintf(out,
+            "counters: sent %llu/%llu B, recv %llu/%llu B, unexpected %llu, rndv %llu/%llu, "
+            "pull %llu, sw %llu, cons %llu failed %llu, blocks %llu\n",
             (unsigned long long)s->msgs_sent, (unsigned long long)s->bytes_sent,
             (unsigned long long)s->msgs_recv, (unsigned long long)s->bytes_recv,
             (unsigned long long)s->eager_unexpected, (unsigned long long)s->rndv_sent,

@@ -168,8 +168,8 @@ pscom_req_t *pscom_req_create_internal(size_t xheader_len, size_t data_len)
     return req;
 }
 
-void pscom_send_ctrl(pscom_con_t *con, uint8_t type, const void *xh, size_t xlen,
-                     const void *data, size_t dlen)
+void pscom_send_ctrl(pscom_con_t *con, uint8_t type, const void *xh, size_t xlen, const void *data,
+                     size_t dlen)
 {
     pscom_req_t *req = pscom_req_create_internal(xlen, dlen);
     if (xlen)
@@ -180,8 +180,8 @@ void pscom_send_ctrl(pscom_con_t *con, uint8_t type, const void *xh, size_t xlen
     pscom_con_queue_send(con, req);
 }
 
-PSCOM_API void pscom_send(pscom_connection_t *connection, const void *xheader,
-                          size_t xheader_len, const void *data, size_t data_len)
+PSCOM_API void pscom_send(pscom_connection_t *connection, const void *xheader, size_t xheader_len,
+                          const void *data, size_t data_len)
 {
     pscom_lock();
     if (xheader_len > PSCOM_XHEADER_MAX)
@@ -240,9 +240,8 @@ static void take_header(pscom_req_t *req, pscom_con_t *con, const pscom_header_n
 static pscom_req_t *find_recv_req(pscom_con_t *con, pscom_header_net_t *hdr, int rndv)
 {
     pscom_req_t *a = list_empty(&con->recvq) ? NULL : first_accepting(&con->recvq, con, hdr);
-    pscom_req_t *b = list_empty(&con->sock->recvq_any)
-                         ? NULL
-                         : first_accepting(&con->sock->recvq_any, con, hdr);
+    pscom_req_t *b =
+        list_empty(&con->sock->recvq_any) ? NULL : first_accepting(&con->sock->recvq_any, con, hdr);
     pscom_req_t *req = (a && b) ? (a->seq < b->seq ? a : b) : (a ? a : b);
     if (req) {
         list_del(&req->q);
@@ -255,8 +254,8 @@ static pscom_req_t *find_recv_req(pscom_con_t *con, pscom_header_net_t *hdr, int
         if (r) {
             req = get_req(r);
             req->flags = 0;
-            req->pub.state = PSCOM_REQ_STATE_RECV | PSCOM_REQ_STATE_POSTED |
-                             PSCOM_REQ_STATE_IO_STARTED;
+            req->pub.state =
+                PSCOM_REQ_STATE_RECV | PSCOM_REQ_STATE_POSTED | PSCOM_REQ_STATE_IO_STARTED;
             take_header(req, con, hdr);
             return req;
         }
@@ -345,8 +344,9 @@ pscom_req_t *pscom_recv_match(pscom_con_t *con, pscom_header_net_t *hdr, int rnd
 
 static int protocol_error(pscom_con_t *con, const char *what, const pscom_header_net_t *h)
 {
-    pscom_log(1, "malformed message from %s: %s (type %u, version 0x%x, xheader %u, data %llu); "
-                 "closing the connection",
+    pscom_log(1,
+              "malformed message from %s: %s (type %u, version 0x%x, xheader %u, data %llu); "
+              "closing the connection",
               con->log_name, what, h->msg_type, h->version, h->xheader_len,
               (unsigned long long)h->data_len);
     pscom_con_fail(con, PSCOM_OP_READ, PSCOM_ERR_PROTOCOL);
@@ -607,7 +607,7 @@ PSCOM_API int pscom_iprobe(pscom_request_t *pub)
         take_header(req, con, &gen->pub.header);
         memcpy(pub->xheader, gen->pub.xheader,
                gen->pub.xheader_len < pub->max_xheader_len ? gen->pub.xheader_len
-                                                          : pub->max_xheader_len);
+                                                           : pub->max_xheader_len);
         pub->state = state; /* probing changes no state */
         pub->data_len = gen->pub.header.data_len;
     }
@@ -793,7 +793,7 @@ PSCOM_API pscom_err_t pscom_recv(pscom_connection_t *con, pscom_socket_t *socket
     pscom_wait(req);
     if (xheader_len)
         memcpy(xheader, req->xheader, req->xheader_len);
-    pscom_err_t ret = pscom_req_successful(req)                        ? PSCOM_SUCCESS
+    pscom_err_t ret = pscom_req_successful(req)                  ? PSCOM_SUCCESS
                       : (req->state & PSCOM_REQ_STATE_TRUNCATED) ? PSCOM_ERR_INVALID
                                                                  : PSCOM_ERR_IOERROR;
     if (con_out)

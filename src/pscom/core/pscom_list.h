@@ -8,7 +8,10 @@ typedef struct list_head {
     struct list_head *next, *prev;
 } list_head_t;
 
-#define LIST_HEAD_INIT(name) {&(name), &(name)}
+#define LIST_HEAD_INIT(name)                                                                       \
+    {                                                                                              \
+        &(name), &(name)                                                                           \
+    }
 
 static inline void list_init(list_head_t *h)
 {
@@ -47,7 +50,7 @@ static inline int list_linked(const list_head_t *e)
 
 #define list_for_each(pos, head) for (pos = (head)->next; pos != (head); pos = pos->next)
 
-#define list_for_each_safe(pos, tmp, head)                                                     \
+#define list_for_each_safe(pos, tmp, head)                                                         \
     for (pos = (head)->next, tmp = pos->next; pos != (head); pos = tmp, tmp = pos->next)
 
 #endif

@@ -80,10 +80,10 @@ static void register_rows(plugin_slot_t *s)
     snprintf(s->help_rndv, sizeof(s->help_rndv),
              "Messages of at least this many bytes go by rendezvous over %s (inf: never).",
              s->name);
-    s->rows[0] = (pscom_env_row_t){s->var_prio, "1", s->help_prio, PSCOM_ENV_INT, &s->user_prio,
-                                   0, 1000};
-    s->rows[1] = (pscom_env_row_t){s->var_rndv, s->deflt_rndv, s->help_rndv, PSCOM_ENV_SIZE,
-                                   &s->rendezvous, 0, 0};
+    s->rows[0] =
+        (pscom_env_row_t){s->var_prio, "1", s->help_prio, PSCOM_ENV_INT, &s->user_prio, 0, 1000};
+    s->rows[1] = (pscom_env_row_t){
+        s->var_rndv, s->deflt_rndv, s->help_rndv, PSCOM_ENV_SIZE, &s->rendezvous, 0, 0};
     s->rows[2] = (pscom_env_row_t){NULL, NULL, NULL, 0, NULL, 0, 0};
     pscom_env_register(s->name, s->rows);
 }
@@ -132,8 +132,7 @@ static void try_load(plugin_slot_t *s)
     snprintf(s->status, sizeof(s->status), "%s",
              tried[0] ? tried : "not installed (libpscom4<name>.so not found)");
     if (!tried[0])
-        snprintf(s->status, sizeof(s->status), "not installed (libpscom4%s.so not found)",
-                 s->name);
+        snprintf(s->status, sizeof(s->status), "not installed (libpscom4%s.so not found)", s->name);
 }
 
 /* libpscom4<name>.so files in the plugin directories that are not listed yet */

@@ -39,10 +39,10 @@ typedef struct pscom_con_ops {
 } pscom_con_ops_t;
 
 typedef struct pscom_plugin {
-    const char *name;         /* "shm": also the PSP_SHM, PSP_SHM_RENDEZVOUS variable names */
-    unsigned int api_version; /* PSCOM_PLUGIN_API_VERSION */
-    int priority;             /* built-in priority, higher first */
-    size_t rendezvous;        /* default eager/rendezvous threshold; SIZE_MAX = eager only */
+    const char *name;           /* "shm": also the PSP_SHM, PSP_SHM_RENDEZVOUS variable names */
+    unsigned int api_version;   /* PSCOM_PLUGIN_API_VERSION */
+    int priority;               /* built-in priority, higher first */
+    size_t rendezvous;          /* default eager/rendezvous threshold; SIZE_MAX = eager only */
     const pscom_env_row_t *env; /* the plugin's own PSP_<NAME>_* rows, or NULL */
 
     /* Once per process. Return 0 when usable, else -1 after pscom_plugin_set_status(). */
@@ -65,7 +65,8 @@ typedef struct pscom_plugin {
 /* ---- what core offers plugins ---- */
 
 /* Transport state of a connection. */
-PSCOM_PLUGIN_API void pscom_con_set_transport(pscom_con_t *con, const pscom_con_ops_t *ops, void *data);
+PSCOM_PLUGIN_API void pscom_con_set_transport(pscom_con_t *con, const pscom_con_ops_t *ops,
+                                              void *data);
 PSCOM_PLUGIN_API void *pscom_con_transport_data(pscom_con_t *con);
 
 /* Identity of the peer, known from the handshake. */
@@ -94,7 +95,7 @@ PSCOM_PLUGIN_API int pscom_write_pending(pscom_con_t *con);
    calls the socket's error callback once and then ops->close. Orderly EOFs are recognised:
    if the peer's EOF message was already received this is silent. */
 PSCOM_PLUGIN_API void pscom_con_transport_failed(pscom_con_t *con, pscom_op_t op, pscom_err_t err,
-                                const char *why);
+                                                 const char *why);
 
 /* ---- progress: pollers (busy polled) and file descriptors (epoll) ---- */
 
@@ -134,11 +135,12 @@ PSCOM_PLUGIN_API void pscom_plugin_set_status(const char *name, const char *fmt,
     __attribute__((format(printf, 2, 3)));
 
 extern PSCOM_PLUGIN_API int pscom_debug_level;
-PSCOM_PLUGIN_API void pscom_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#define PSCOM_LOG(level, ...)                                                                  \
-    do {                                                                                       \
-        if (pscom_debug_level >= (level))                                                      \
-            pscom_log((level), __VA_ARGS__);                                                   \
+PSCOM_PLUGIN_API void pscom_log(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+#define PSCOM_LOG(level, ...)                                                                      \
+    do {                                                                                           \
+        if (pscom_debug_level >= (level))                                                          \
+            pscom_log((level), __VA_ARGS__);                                                       \
     } while (0)
 
 /* Counters shown by PSP_DEBUG_STATS and PSP_SIGQUIT. */

@@ -123,7 +123,9 @@ void pscom_precon_destroy(precon_t *pre)
 static int send_frame(precon_t *pre, int type, const void *payload, size_t len)
 {
     unsigned char buf[sizeof(frame_hdr_t) + PAYLOAD_MAX];
-    frame_hdr_t h = {.magic = FRAME_MAGIC, .version = PSCOM_WIRE_VERSION, .type = (uint8_t)type,
+    frame_hdr_t h = {.magic = FRAME_MAGIC,
+                     .version = PSCOM_WIRE_VERSION,
+                     .type = (uint8_t)type,
                      .len = (uint16_t)len};
     memcpy(buf, &h, sizeof(h));
     if (len)
@@ -156,8 +158,7 @@ static void fill_hello(pscom_sock_t *sock, hello_t *h)
 static void take_identity(pscom_con_t *con, const hello_t *h)
 {
     if (h->addr[0])
-        snprintf(con->peer_addr, sizeof(con->peer_addr), "%.*s", (int)sizeof(h->addr) - 1,
-                 h->addr);
+        snprintf(con->peer_addr, sizeof(con->peer_addr), "%.*s", (int)sizeof(h->addr) - 1, h->addr);
     if (!con->peer_ep[0] && h->addr[0])
         snprintf(con->peer_ep, sizeof(con->peer_ep), "%s@%s", con->peer_addr, h->name);
     snprintf(con->peer_name, sizeof(con->peer_name), "%.*s", (int)sizeof(h->name) - 1, h->name);
@@ -172,8 +173,8 @@ static void drop_incoming(precon_t *pre, const char *why)
 {
     if (why) {
         pscom_stats.garbage_cons++;
-        pscom_log(1, "closed incoming connection from %s on %s: %s", pre->peer_str,
-                  pre->sock->ep, why);
+        pscom_log(1, "closed incoming connection from %s on %s: %s", pre->peer_str, pre->sock->ep,
+                  why);
     }
     pscom_con_t *con = pre->con;
     pscom_precon_destroy(pre);
@@ -245,8 +246,8 @@ static void connector_frame(precon_t *pre, int type, const unsigned char *payloa
             return;
         }
         if (type != F_HELLO_ACK || len != sizeof(hello_t)) {
-            fail_outgoing(pre, PSCOM_ERR_PROTOCOL, type == F_REJECT ? "rejected by the peer"
-                                                                    : "bad handshake reply");
+            fail_outgoing(pre, PSCOM_ERR_PROTOCOL,
+                          type == F_REJECT ? "rejected by the peer" : "bad handshake reply");
             return;
         }
         take_identity(con, (const hello_t *)payload);
@@ -472,10 +473,9 @@ static void precon_handler(pscom_ufd_t *ufd, uint32_t revents)
         if (pre->ilen >= need) {
             memcpy(&h, pre->ibuf, sizeof(h));
             if (h.magic != FRAME_MAGIC || h.version != PSCOM_WIRE_VERSION || h.len > PAYLOAD_MAX) {
-                const char *why = h.magic != FRAME_MAGIC ? "not a pscom peer (bad magic)"
-                                  : h.version != PSCOM_WIRE_VERSION
-                                      ? "pscom wire version mismatch"
-                                      : "oversized handshake frame";
+                const char *why = h.magic != FRAME_MAGIC            ? "not a pscom peer (bad magic)"
+                                  : h.version != PSCOM_WIRE_VERSION ? "pscom wire version mismatch"
+                                                                    : "oversized handshake frame";
                 if (outgoing)
                     fail_outgoing(pre, PSCOM_ERR_PROTOCOL, why);
                 else

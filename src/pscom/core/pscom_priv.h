@@ -54,7 +54,7 @@ typedef struct rndv_read {
 #define REQ_MAGIC 0x72657131u
 
 /* internal flags */
-#define RQ_INTERNAL 0x1 /* pscom's own message: freed after completion */
+#define RQ_INTERNAL  0x1 /* pscom's own message: freed after completion */
 #define RQ_RNDV_PUSH 0x2 /* a receive waiting for RNDV_DATA */
 
 typedef struct pscom_req pscom_req_t;
@@ -62,8 +62,8 @@ typedef struct pscom_con pscom_con_t;
 typedef struct pscom_sock pscom_sock_t;
 
 struct pscom_req {
-    list_head_t q;     /* sendq / recvq / genq of the connection / recvq_any */
-    list_head_t q_any; /* generated requests: sock->genq_any */
+    list_head_t q;      /* sendq / recvq / genq of the connection / recvq_any */
+    list_head_t q_any;  /* generated requests: sock->genq_any */
     list_head_t q_rndv; /* con->rndv_sends / con->rndv_recvs */
     uint32_t magic;
     uint32_t flags;
@@ -222,12 +222,11 @@ int pscom_plugin_index(const char *name);
 /* pscom_reactor.c */
 void pscom_reactor_init(void);
 void pscom_reactor_destroy(void);
-int pscom_progress_poll(void);   /* one non-blocking round; nonzero: something happened */
+int pscom_progress_poll(void); /* one non-blocking round; nonzero: something happened */
 void pscom_progress_block(int timeout_ms);
 void pscom_wait_until(int (*done)(void *), void *arg);
 extern int pscom_reactor_blocker; /* threaded mode: a thread blocks in epoll */
 void pscom_reactor_wake_blocker(void);
-
 
 /* pscom_sock.c */
 void pscom_sock_close(pscom_sock_t *sock);
@@ -257,8 +256,8 @@ void pscom_precon_check_timeouts(void);
 void pscom_req_complete(pscom_req_t *req);
 void pscom_con_queue_send(pscom_con_t *con, pscom_req_t *req);
 pscom_req_t *pscom_req_create_internal(size_t xheader_len, size_t data_len);
-void pscom_send_ctrl(pscom_con_t *con, uint8_t type, const void *xh, size_t xlen,
-                     const void *data, size_t dlen);
+void pscom_send_ctrl(pscom_con_t *con, uint8_t type, const void *xh, size_t xlen, const void *data,
+                     size_t dlen);
 void pscom_con_fail_requests(pscom_con_t *con, pscom_err_t err);
 pscom_req_t *pscom_recv_match(pscom_con_t *con, pscom_header_net_t *hdr, int rndv);
 void pscom_con_drop_generated(pscom_con_t *con);

@@ -50,8 +50,8 @@ void pscom_reactor_init(void)
     epfd = epoll_create1(EPOLL_CLOEXEC);
     if (epfd < 0)
         pscom_fatal("epoll_create1: %s", strerror(errno));
-    wake_ufd = (pscom_ufd_t){.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), .events = EPOLLIN,
-                             .handler = wake_handler};
+    wake_ufd = (pscom_ufd_t){
+        .fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), .events = EPOLLIN, .handler = wake_handler};
     if (wake_ufd.fd < 0 || pscom_ufd_add(&wake_ufd) < 0)
         pscom_fatal("eventfd: %s", strerror(errno));
 }

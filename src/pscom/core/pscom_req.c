@@ -85,9 +85,9 @@ PSCOM_API void pscom_request_free(pscom_request_t *pub)
 PSCOM_API const char *pscom_req_state_str(unsigned int state)
 {
     static __thread char buf[160];
-    static const char *names[] = {"send",     "recv",      "grecv",     "posted",
-                                  "io_started", "io_done", "error",     "canceled",
-                                  "truncated", "done",     "rendezvous", "merged"};
+    static const char *names[] = {"send",       "recv",    "grecv",      "posted",
+                                  "io_started", "io_done", "error",      "canceled",
+                                  "truncated",  "done",    "rendezvous", "merged"};
     buf[0] = '\0';
     for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (state & (1u << i)) {

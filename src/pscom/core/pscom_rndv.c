@@ -13,8 +13,11 @@
 
 static void put_header(void *dst, uint8_t type, size_t xlen, uint64_t dlen)
 {
-    pscom_header_net_t h = {.data_len = dlen, .xheader_len = (uint16_t)xlen, .msg_type = type,
-                            .version = PSCOM_WIRE_VERSION, .reserved = 0};
+    pscom_header_net_t h = {.data_len = dlen,
+                            .xheader_len = (uint16_t)xlen,
+                            .msg_type = type,
+                            .version = PSCOM_WIRE_VERSION,
+                            .reserved = 0};
     memcpy(dst, &h, sizeof(h));
 }
 
@@ -23,8 +26,10 @@ void pscom_rndv_prepare_send(pscom_con_t *con, pscom_req_t *req)
     req->id = con->next_rndv_id++;
     list_add_tail(&req->q_rndv, &con->rndv_sends);
     req->pub.state |= PSCOM_REQ_STATE_RENDEZVOUS;
-    rndv_req_t r = {.send_id = req->id, .addr = (uint64_t)(uintptr_t)req->pub.data,
-                    .len = req->pub.data_len, .reserved = 0};
+    rndv_req_t r = {.send_id = req->id,
+                    .addr = (uint64_t)(uintptr_t)req->pub.data,
+                    .len = req->pub.data_len,
+                    .reserved = 0};
     put_header(req->prefix, MSGTYPE_RNDV_REQ, RNDV_PREFIX_SIZE + req->pub.header.xheader_len, 0);
     memcpy(req->prefix + HDR_SIZE, &r, sizeof(r));
     req->iov[0].iov_base = req->prefix;
@@ -106,8 +111,8 @@ pscom_req_t *pscom_rndv_dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
         memcpy(&r, xh, sizeof(r));
         pscom_header_net_t *inner = (pscom_header_net_t *)(xh + sizeof(rndv_req_t));
         if (inner->msg_type != MSGTYPE_USER || inner->version != PSCOM_WIRE_VERSION ||
-            inner->xheader_len != hdr->xheader_len - RNDV_PREFIX_SIZE ||
-            inner->data_len != r.len || r.len > PSCOM_DATA_LEN_MAX)
+            inner->xheader_len != hdr->xheader_len - RNDV_PREFIX_SIZE || inner->data_len != r.len ||
+            r.len > PSCOM_DATA_LEN_MAX)
             return (pscom_req_t *)-1;
         /* match exactly like an eager message, then pull (or park the generated one) */
         pscom_req_t *req = pscom_recv_match(con, inner, 1);

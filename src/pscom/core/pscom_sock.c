@@ -51,7 +51,8 @@ PSCOM_API void pscom_socket_set_name(pscom_socket_t *socket, const char *name)
     size_t i = 0;
     /* keep names printable and free of the ep separators */
     for (; name && name[i] && i < PSCOM_NAME_MAX - 1; i++)
-        socket->local_name[i] = (name[i] == '@' || name[i] == ':' || name[i] <= ' ') ? '_' : name[i];
+        socket->local_name[i] =
+            (name[i] == '@' || name[i] == ':' || name[i] <= ' ') ? '_' : name[i];
     socket->local_name[i] = '\0';
     pscom_log_set_name(socket->local_name);
     update_ep(sock);
@@ -95,8 +96,8 @@ PSCOM_API pscom_err_t pscom_listen(pscom_socket_t *socket, int portno)
     getsockname(fd, (struct sockaddr *)&sa, &len);
     sock->listen_fd = fd;
     socket->listen_portno = ntohs(sa.sin_port);
-    sock->listen_ufd = (pscom_ufd_t){.fd = fd, .events = EPOLLIN, .handler = listen_handler,
-                                     .priv = sock};
+    sock->listen_ufd =
+        (pscom_ufd_t){.fd = fd, .events = EPOLLIN, .handler = listen_handler, .priv = sock};
     pscom_ufd_add(&sock->listen_ufd);
     update_ep(sock);
     pscom_unlock();

@@ -353,8 +353,8 @@ static void shm_start(pscom_con_t *con, int fd)
     list_gen++;
     pscom_con_set_transport(con, &shm_ops, sc);
     if (!poller_on) {
-        poller = (pscom_poller_t){.poll = shm_poll, .prepare_block = shm_prepare_block,
-                                  .end_block = shm_end_block};
+        poller = (pscom_poller_t){
+            .poll = shm_poll, .prepare_block = shm_prepare_block, .end_block = shm_end_block};
         pscom_poller_add(&poller);
         poller_on = 1;
     }

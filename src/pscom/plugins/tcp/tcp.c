@@ -17,8 +17,8 @@ static struct {
 } cfg;
 
 static const pscom_env_row_t tcp_env[] = {
-    {"PSP_TCP_NODELAY", "1", "Set TCP_NODELAY on tcp connections.", PSCOM_ENV_BOOL, &cfg.nodelay,
-     0, 0},
+    {"PSP_TCP_NODELAY", "1", "Set TCP_NODELAY on tcp connections.", PSCOM_ENV_BOOL, &cfg.nodelay, 0,
+     0},
     {"PSP_TCP_SNDBUF", "0", "SO_SNDBUF of tcp connections (0: kernel default).", PSCOM_ENV_SIZE,
      &cfg.sndbuf, 0, 0},
     {"PSP_TCP_RCVBUF", "0", "SO_RCVBUF of tcp connections (0: kernel default).", PSCOM_ENV_SIZE,
