@@ -48,7 +48,9 @@ pscom_con_t *pscom_con_find_by_addr(pscom_sock_t *sock, const char *addr)
     list_for_each(p, &sock->cons)
     {
         pscom_con_t *con = list_entry(p, pscom_con_t, next);
-        if (!con->user_closed && !strcmp(con->peer_addr, addr))
+        /* a closed or broken connection must not shadow a new peer on the same ip:port */
+        if (!con->user_closed && con->pub.state < PSCOM_CON_STATE_CLOSED &&
+            !strcmp(con->peer_addr, addr))
             return con;
     }
     return NULL;
