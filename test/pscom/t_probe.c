@@ -236,13 +236,7 @@ static int child(void *arg)
         receiver(sock, con);
     else
         sender(con);
-    tu_check_transport(con, "the connection");
-    is(tu_error_count, 0, "no connection error");
-    tu_barrier();
-    pscom_close_socket(sock);
-    free(cons);
-    tu_strv_free(eps);
-    return 0;
+    return tu_finish(sock, cons, eps, con);
 }
 
 int main(void)

@@ -61,13 +61,7 @@ static int child(void *arg)
     }
     ok(bad == 0, "%d threads x %d messages each way: order and data verified (%ld bad)", THREADS, N,
        bad);
-    tu_check_transport(con, "the connection");
-    is(tu_error_count, 0, "no connection error");
-    tu_barrier();
-    pscom_close_socket(sock);
-    free(cons);
-    tu_strv_free(eps);
-    return 0;
+    return tu_finish(sock, cons, eps, con);
 }
 
 int main(void)

@@ -1000,3 +1000,14 @@ void tu_hygiene_check(const pid_t *pids, int n)
     fclose(f);
     ok(left == 0, "no SysV shm segment left by the test's processes");
 }
+
+int tu_finish(pscom_socket_t *sock, pscom_connection_t **cons, char **eps, pscom_connection_t *con)
+{
+    tu_check_transport(con, "the connection");
+    is(tu_error_count, 0, "no connection error");
+    tu_barrier();
+    pscom_close_socket(sock);
+    free(cons);
+    tu_strv_free(eps);
+    return 0;
+}

@@ -80,6 +80,10 @@ pscom_connection_t **tu_connect_all(pscom_socket_t *sock, char **eps, int flags)
 /* One ok() that con uses the transport T_TRANSPORT asks for (if set). */
 void tu_check_transport(pscom_connection_t *con, const char *what);
 
+/* End of a two-rank child: check con's transport and that no connection failed, barrier, close
+   sock, free cons and eps. Returns 0 (the child's exit status). */
+int tu_finish(pscom_socket_t *sock, pscom_connection_t **cons, char **eps, pscom_connection_t *con);
+
 /* ---- messages ----------------------------------------------------------------------------- */
 
 /* The xheader most tests send; tag and seq drive matching and order checks. */
