@@ -111,6 +111,36 @@ static int child(void *arg)
     }
     is(count_cons(sock_b), 1, "one connection on the second socket");
 
+    /* 2b: the passive side connects back with a new connection object: a second connection,
+       not a wait for a tie-break winner that never comes */
+    tu_phase("connect back");
+    if (tu_rank == 1) {
+        pscom_connection_t *back = pscom_open_connection(sock_b);
+        is(pscom_connect(back, eps_b[0], PSCOM_CON_FLAG_DIRECT), PSCOM_SUCCESS,
+           "DIRECT connect back to a peer that connected to us");
+        one_message(back, 0, 5, 100);
+        is(count_cons(sock_b), 2, "two connections on the second socket");
+        tu_barrier(); /* rank 0 closes its end first: no con_error there */
+        pscom_close_connection(back);
+    } else {
+        pscom_request_t *r = tu_post_recv(NULL, sock_b, 100, TU_XH, -1), *s;
+        pscom_wait(r);
+        pscom_connection_t *back = r->connection;
+        ok(tu_recv_good(r, 1, 1, 5, 100, TU_XH) && back && back != con_b,
+           "the connect-back arrives on a new connection");
+        if (back) {
+            s = tu_post_send(back, 1, 5, 100, TU_XH);
+            pscom_wait(s);
+            ok(pscom_req_successful(s), "and is answered on it");
+            tu_req_free(s);
+        }
+        tu_req_free(r);
+        is(count_cons(sock_b), 2, "two connections on the second socket (accepting side)");
+        if (back)
+            pscom_close_connection(back);
+        tu_barrier();
+    }
+
     /* 3: orderly close by rank 0; rank 1 has a receive and a 4 MiB send pending */
     tu_phase("orderly close");
     if (tu_rank == 1) {

@@ -130,11 +130,10 @@ PSCOM_API pscom_err_t pscom_connect(pscom_connection_t *connection, const char *
         pscom_con_start_connect(con);
         pscom_wait_until(con_settled, con);
     }
-    pscom_err_t ret =
-        con->pub.state == PSCOM_CON_STATE_RW ||
-                (flags & PSCOM_CON_FLAG_ONDEMAND && con->pub.state < PSCOM_CON_STATE_CLOSED)
-            ? PSCOM_SUCCESS
-            : PSCOM_ERR_CONNECTION_REFUSED;
+    pscom_err_t ret = PSCOM_SUCCESS;
+    if (con->pub.state != PSCOM_CON_STATE_RW &&
+        !(flags & PSCOM_CON_FLAG_ONDEMAND && con->pub.state < PSCOM_CON_STATE_CLOSED))
+        ret = con->last_err ? con->last_err : PSCOM_ERR_CONNECTION_REFUSED;
     pscom_unlock();
     return ret;
 }
@@ -206,6 +205,8 @@ void pscom_con_fail(pscom_con_t *con, pscom_op_t op, pscom_err_t err)
         pscom_precon_destroy(con->precon);
     close_transport(con);
     con->pub.state = err == PSCOM_ERR_EOF ? PSCOM_CON_STATE_CLOSED : PSCOM_CON_STATE_ERROR;
+    if (!con->last_err)
+        con->last_err = err;
     if (err != PSCOM_ERR_EOF)
         pscom_stats.cons_failed++;
     pscom_con_fail_requests(con, err);

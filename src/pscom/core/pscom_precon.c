@@ -243,6 +243,7 @@ static void connector_frame(precon_t *pre, int type, const unsigned char *payloa
                       con->log_name);
             pscom_precon_destroy(pre);
             con->pub.state = PSCOM_CON_STATE_ACCEPTING;
+            con->connect_start_ms = now_ms(); /* the wait is bounded: see check_timeouts */
             return;
         }
         if (type != F_HELLO_ACK || len != sizeof(hello_t)) {
@@ -355,8 +356,11 @@ static pscom_con_t *bind_incoming(precon_t *pre, const hello_t *h)
         case PSCOM_CON_STATE_NO_RW:
             return con;
         case PSCOM_CON_STATE_ACCEPTING:
-            /* we lost an earlier tie-break and wait for exactly this connection */
-            return con->precon ? NULL : con;
+            /* we lost an earlier tie-break and wait for exactly this connection; if another
+               attempt of the peer is already being accepted, this one is a second connection */
+            if (con->precon)
+                break;
+            return con;
         case PSCOM_CON_STATE_CONNECTING:
             if (strcmp(h->addr, sock->addr) < 0) {
                 /* the peer's attempt wins: drop ours, take theirs */
@@ -366,7 +370,10 @@ static pscom_con_t *bind_incoming(precon_t *pre, const hello_t *h)
             }
             return NULL;
         default:
-            return NULL; /* already connected: a stale or duplicate attempt */
+            /* already connected: the peer connects a second connection object to us (its
+               own pscom_connect after we connected to it). Rejecting it would leave the peer
+               waiting for a connection that never comes. */
+            break;
         }
     }
     con = pscom_con_create(sock);
@@ -395,6 +402,7 @@ static void acceptor_frame(precon_t *pre, int type, const unsigned char *payload
         }
         list_del(&pre->link);
         pre->con = con;
+        con->precon = pre; /* marks the connection as being accepted; bounds it in time */
         con->pub.state = PSCOM_CON_STATE_ACCEPTING;
         take_identity(con, &h);
         hello_t mine;
@@ -530,9 +538,20 @@ void pscom_precon_check_timeouts(void)
         list_for_each(pc, &sock->cons)
         {
             pscom_con_t *con = list_entry(pc, pscom_con_t, next);
-            if (con->precon && now > con->precon->deadline_ms) {
-                fail_outgoing(con->precon, PSCOM_ERR_IOERROR, "handshake timed out");
+            precon_t *pre = con->precon;
+            if (pre && now > pre->deadline_ms) {
+                if (pre->state <= C_WAIT_ARCH)
+                    fail_outgoing(pre, PSCOM_ERR_IOERROR, "handshake timed out");
+                else
+                    drop_incoming(pre, "handshake timed out");
                 return; /* the list may have changed */
+            }
+            if (!pre && con->pub.state == PSCOM_CON_STATE_ACCEPTING && con->connect_start_ms &&
+                now > con->connect_start_ms + pscom_config.connect_timeout_ms) {
+                pscom_log(1, "connect to %s failed: the peer's own connection never came",
+                          con->log_name);
+                pscom_con_fail(con, PSCOM_OP_CONNECT, PSCOM_ERR_CONNECTION_REFUSED);
+                return;
             }
         }
     }

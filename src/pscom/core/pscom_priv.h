@@ -106,7 +106,8 @@ struct pscom_con {
     uint32_t magic;
     unsigned int eof_received : 1, eof_sent : 1, error_reported : 1, closed : 1, user_closed : 1,
         accepted_new : 1;
-    uint64_t connect_start_ms;
+    uint64_t connect_start_ms; /* ACCEPTING after losing a tie-break: since when */
+    pscom_err_t last_err;      /* why the connection failed (pscom_connect's result) */
 
     const pscom_plugin_t *plugin;
     const pscom_con_ops_t *ops;
