@@ -20,6 +20,7 @@
 static struct {
     unsigned nslots, slot_size;
     int cma;
+    size_t split;
 } cfg;
 
 static const pscom_env_row_t shm_env[] = {
@@ -29,6 +30,10 @@ static const pscom_env_row_t shm_env[] = {
      &cfg.slot_size, 256, 1 << 20},
     {"PSP_SHM_CMA", "1", "Single-copy rendezvous with process_vm_readv (0: copy via the ring).",
      PSCOM_ENV_BOOL, &cfg.cma, 0, 0},
+    {"PSP_SHM_SPLIT", "512k",
+     "Rendezvous messages of at least this size are copied by both sides at once, each a "
+     "part (0: the receiver copies alone).",
+     PSCOM_ENV_SIZE, &cfg.split, 0, 0},
     {NULL, NULL, NULL, 0, NULL, 0, 0},
 };
 
@@ -156,6 +161,8 @@ static int shm_read(shm_con_t *sc, int max)
     return k;
 }
 
+static int shm_help(shm_con_t *sc);
+
 static int shm_poll(pscom_poller_t *p)
 {
     (void)p;
@@ -167,6 +174,8 @@ static int shm_poll(pscom_poller_t *p)
         made |= shm_read(sc, 8);
         if (!sc->dead && pscom_write_pending(sc->con))
             shm_write(sc);
+        if (!sc->dead && sc->cma_ok && shm_copy_pending(&sc->out->job))
+            made |= shm_help(sc);
         if (--sc->busy == 0 && sc->dead)
             shm_con_free(sc);
         if (gen != list_gen)
@@ -226,7 +235,7 @@ static int shm_rndv_pull(pscom_con_t *con, void *dst, uint64_t remote, size_t le
     shm_con_t *sc = pscom_con_transport_data(con);
     if (!sc->cma_ok)
         return -1;
-    if (shm_cma_read(pscom_con_peer_pid(con), dst, remote, len) == 0)
+    if (shm_copy_pull(&sc->in->job, pscom_con_peer_pid(con), dst, remote, len, cfg.split) == 0)
         return 0;
     if (errno == EPERM || errno == ENOSYS || errno == EACCES) {
         sc->cma_ok = 0;
@@ -234,6 +243,18 @@ static int shm_rndv_pull(pscom_con_t *con, void *dst, uint64_t remote, size_t le
                   pscom_con_name(con), strerror(errno));
     }
     return -1;
+}
+
+/* The peer pulls a large message of ours: push a part of it (see shm_copy.h). */
+static int shm_help(shm_con_t *sc)
+{
+    int rc = shm_copy_help(&sc->out->job, pscom_con_peer_pid(sc->con));
+    if (rc < 0 && (errno == EPERM || errno == ENOSYS || errno == EACCES)) {
+        sc->cma_ok = 0;
+        PSCOM_LOG(2, "single-copy to %s not permitted (%s)", pscom_con_name(sc->con),
+                  strerror(errno));
+    }
+    return rc != 0;
 }
 
 /* ---- connection life ---- */

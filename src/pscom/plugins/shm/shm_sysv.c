@@ -52,12 +52,14 @@ void shm_seg_detach(shm_seg_t *seg)
         shmdt(seg);
 }
 
-int shm_cma_read(pid_t pid, void *dst, uint64_t remote, size_t len)
+/* process_vm_readv/writev move at most what fits; loop over short transfers */
+static int cma_move(pid_t pid, void *local, uint64_t remote, size_t len, int write)
 {
     while (len) {
-        struct iovec l = {.iov_base = dst, .iov_len = len};
+        struct iovec l = {.iov_base = local, .iov_len = len};
         struct iovec r = {.iov_base = (void *)(uintptr_t)remote, .iov_len = len};
-        ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+        ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+                          : process_vm_readv(pid, &l, 1, &r, 1, 0);
         if (n <= 0) {
             if (n < 0 && errno == EINTR)
                 continue;
@@ -65,9 +67,19 @@ int shm_cma_read(pid_t pid, void *dst, uint64_t remote, size_t len)
                 errno = EFAULT;
             return -1;
         }
-        dst = (char *)dst + n;
+        local = (char *)local + n;
         remote += (uint64_t)n;
         len -= (size_t)n;
     }
     return 0;
+}
+
+int shm_cma_read(pid_t pid, void *dst, uint64_t remote, size_t len)
+{
+    return cma_move(pid, dst, remote, len, 0);
+}
+
+int shm_cma_write(pid_t pid, uint64_t remote, const void *src, size_t len)
+{
+    return cma_move(pid, (void *)(uintptr_t)src, remote, len, 1);
 }

@@ -10,8 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "shm_copy.h"
 
-#define SHM_SEG_MAGIC 0x70736d31u
+#define SHM_SEG_MAGIC 0x70736d32u /* 2: rings carry a copy job */
 
 typedef struct shm_slot {
     _Atomic uint32_t len;
@@ -22,6 +23,7 @@ typedef struct shm_slot {
 typedef struct shm_ring {
     _Alignas(64) _Atomic uint32_t recv_sleeping; /* consumer blocks: producer rings the bell */
     _Alignas(64) _Atomic uint32_t send_waiting;  /* producer waits for a free slot */
+    shm_copy_job_t job; /* consumer (data receiver) asks the producer to help copy */
     _Alignas(64) unsigned char slots[];
 } shm_ring_t;
 
@@ -56,5 +58,7 @@ shm_seg_t *shm_seg_attach(int shmid, uint64_t cookie, uint32_t nslots, uint32_t 
 void shm_seg_detach(shm_seg_t *seg);
 /* Copy len bytes at the peer's address into dst (process_vm_readv). 0 ok, -1 errno. */
 int shm_cma_read(pid_t pid, void *dst, uint64_t remote, size_t len);
+/* Copy len bytes from src into the peer's address (process_vm_writev). 0 ok, -1 errno. */
+int shm_cma_write(pid_t pid, uint64_t remote, const void *src, size_t len);
 
 #endif
