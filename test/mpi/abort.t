@@ -1,24 +1,59 @@
 #!/bin/sh
-# MPI_Abort and a killed rank end the whole job quickly, with a failing exit status
+# MPI_Abort and a rank killed by SIGKILL, with 1, 2, 4 and 8 ranks: the whole job ends at once
+# with the right exit status and a message saying why, and leaves no process behind.
 . "$(dirname "$0")/mpitest.sh"
-echo "1..2"
-n=0
-for prog in abort crash; do
-    n=$((n + 1))
-    if [ ! -x "$MPICC" ]; then
-        echo "ok $n # SKIP no MPI installed in $PREFIX"
-        continue
-    fi
-    mkdir -p "$OUT"
-    "$MPICC" -O2 -o "$OUT/$prog" "$TOP/test/mpi/$prog.c" >&2 || { echo "not ok $n - $prog.c compiles"; continue; }
-    start=$(date +%s)
-    MPIEXEC_TIMEOUT=60 "$MPIEXEC" -n 4 "$OUT/$prog" >"$OUT/$prog.out" 2>&1
-    rc=$?
-    secs=$(($(date +%s) - start))
-    sed 's/^/# /' "$OUT/$prog.out" | tail -n 5
-    if [ $rc -ne 0 ] && [ $secs -lt 30 ] && ! grep -q 'not reached' "$OUT/$prog.out"; then
-        echo "ok $n - $prog: job ended (exit $rc) after ${secs}s"
-    else
-        echo "not ok $n - $prog: exit $rc after ${secs}s"
-    fi
+mpitest_build abort || mpitest_done
+mpitest_build crash || mpitest_done
+
+ended() { # PROG: the job ended by itself, quickly, with the expected exit status
+    ! job_timed_out && [ "$job_secs" -le 20 ] || return 1
+    case $1 in
+    abort) [ "$job_rc" -eq 7 ] ;;
+    crash) [ "$job_rc" -ne 0 ] ;;
+    esac
+}
+
+said() { # PROG: what the user sees about the failure, on mpiexec's stdout or stderr
+    case $1 in
+    abort) grep -q 'application called MPI_Abort(MPI_COMM_WORLD, 7)' "$job.out" "$job.err" ;;
+    crash) grep -q 'BAD TERMINATION' "$job.out" "$job.err" &&
+        grep -q -i 'signal 9' "$job.out" "$job.err" ;;
+    esac
+}
+
+for np in $NPS; do
+    for prog in abort crash; do
+        mpitest_job "$prog.np$np" "$np" "$MPITEST_TMP/$prog"
+        want="7, the MPI_Abort code"
+        [ $prog = abort ] || want="not 0"
+        what="np=$np: $prog: job ends after ${job_secs}s, exit status $job_rc ($want)"
+        if ended $prog; then
+            tap ok "$what"
+        elif [ $prog = abort ] && [ "$np" = 1 ] && [ "$job_rc" -eq 1 ] && ! job_timed_out; then
+            # MPI_Abort in a 1-process world just exits (no PMI abort). When hydra's proxy sees
+            # the PMI socket close before it reaps the process, it reports 1 (about 1 run in 200)
+            tap "not ok" "$what # TODO hydra race: 1 instead of the exit status"
+        else
+            mpitest_comment "$job.out" 12
+            mpitest_comment "$job.err" 12
+            tap "not ok" "$what"
+        fi
+
+        if said $prog; then
+            tap ok "np=$np: $prog: message on mpiexec's output"
+        elif [ $prog = abort ]; then
+            # mpiexec exits on the PMI abort command without draining the aborting rank's
+            # stderr: the message is lost in maybe 1 run of 10
+            tap "not ok" "np=$np: abort: message on mpiexec's output # TODO hydra may drop it"
+        else
+            tap "not ok" "np=$np: crash: message on mpiexec's output"
+        fi
+
+        if [ -z "$job_left" ] && ! grep -q 'not reached' "$job.out"; then
+            tap ok "np=$np: $prog: no process left behind, no rank went on"
+        else
+            tap "not ok" "np=$np: $prog: processes left: ${job_left:-none}; $(grep -c 'not reached' "$job.out") ranks went on"
+        fi
+    done
 done
+mpitest_done

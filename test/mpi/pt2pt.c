@@ -2,7 +2,9 @@
  * Point-to-point semantics the netmod must get right, one TAP line each (printed by rank 0,
  * every check ANDed over all ranks): any-source/any-tag, ordering, ssend/rsend, probe,
  * mprobe/mrecv, cancel of a receive, truncation, non-contiguous types, zero bytes, self,
- * large (rendezvous-size) messages.
+ * large (rendezvous-size) messages; every message size class (0 B .. 4 MiB+1) with the receive
+ * posted before and after arrival, Ssend/Bsend sizes, many messages in flight.
+ * Any number of ranks; pair tests skip at one rank. (datatype.c: derived datatypes.)
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -18,6 +20,14 @@ static void check(int ok, const char *what)
     if (rank == 0)
         printf("%s %d - %s\n", all ? "ok" : "not ok", ++ntest, what);
     fflush(stdout);
+}
+
+/* for tests between rank pairs (rank ^ 1): with one rank there is nothing to test */
+static void check_pair(int ok, const char *what)
+{
+    char buf[200];
+    snprintf(buf, sizeof(buf), "%s%s", what, size > 1 ? "" : " # SKIP needs 2 ranks");
+    check(ok, buf);
 }
 
 static void test_anysource(void)
@@ -37,7 +47,7 @@ static void test_anysource(void)
     } else {
         MPI_Send(&rank, 1, MPI_INT, 0, 100 + rank, MPI_COMM_WORLD);
     }
-    check(ok, "MPI_ANY_SOURCE / MPI_ANY_TAG with status");
+    check_pair(ok, "MPI_ANY_SOURCE / MPI_ANY_TAG with status");
 }
 
 static void test_order(void)
@@ -70,7 +80,7 @@ static void test_order(void)
         }
         free(big);
     }
-    check(ok, "message order from one sender (eager and large interleaved)");
+    check_pair(ok, "message order from one sender (eager and large interleaved)");
 }
 
 static void test_ssend_rsend(void)
@@ -79,7 +89,7 @@ static void test_ssend_rsend(void)
     MPI_Request req;
     if (peer >= size) {
         MPI_Barrier(MPI_COMM_WORLD);
-        check(ok, "MPI_Ssend / MPI_Issend / MPI_Rsend");
+        check_pair(ok, "MPI_Ssend / MPI_Issend (waits for the match) / MPI_Rsend");
         return;
     }
     if (rank % 2 == 0) {
@@ -111,7 +121,7 @@ static void test_ssend_rsend(void)
         MPI_Wait(&req, MPI_STATUS_IGNORE);
         ok &= r == peer;
     }
-    check(ok, "MPI_Ssend / MPI_Issend (waits for the match) / MPI_Rsend");
+    check_pair(ok, "MPI_Ssend / MPI_Issend (waits for the match) / MPI_Rsend");
 }
 
 static void test_probe(void)
@@ -138,7 +148,7 @@ static void test_probe(void)
             ok &= count == 2 && v[0] == 1 && v[1] == 2;
         }
     }
-    check(ok, "MPI_Probe / MPI_Iprobe");
+    check_pair(ok, "MPI_Probe / MPI_Iprobe");
 }
 
 static void test_mprobe(void)
@@ -171,7 +181,7 @@ static void test_mprobe(void)
             ok &= count == 1 && d[0] == 1.5;
         }
     }
-    check(ok, "MPI_Mprobe / MPI_Improbe / MPI_Mrecv / MPI_Imrecv");
+    check_pair(ok, "MPI_Mprobe / MPI_Improbe / MPI_Mrecv / MPI_Imrecv");
 }
 
 static void test_cancel(void)
@@ -205,7 +215,7 @@ static void test_truncate(void)
             MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
         }
     }
-    check(ok, "truncation reports MPI_ERR_TRUNCATE");
+    check_pair(ok, "truncation reports MPI_ERR_TRUNCATE");
 }
 
 static void test_noncontig_zero_self(void)
@@ -269,13 +279,149 @@ static void test_large(void)
     check(ok, "4 MiB message around the ring");
 }
 
+/* message sizes of every protocol class: 0..3 B and every power of two -1/0/+1 up to 4 MiB+1
+ * (shm slot 8 KiB, shm rendezvous 64 KiB, shm ring 128 KiB, ...) */
+enum { MAXMSG = (4 << 20) + 1, GUARD = 16, SENT = 0xee };
+
+static int msg_sizes(int *sz)
+{
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        sz[n++] = i;
+    for (int k = 3; (1 << k) <= MAXMSG; k++)
+        for (int d = -1; d <= 1; d++)
+            sz[n++] = (1 << k) + d;
+    return n;
+}
+
+static unsigned char pattern(int from, int len, int i)
+{
+    return (unsigned char)(from * 31 + len * 7 + i * 13 + (i >> 9));
+}
+
+/* every byte of the message, and nothing written past it */
+static int check_msg(const unsigned char *r, int from, int len, const MPI_Status *st)
+{
+    int ok = 1, count = -1;
+    MPI_Get_count(st, MPI_BYTE, &count);
+    ok &= count == len && st->MPI_SOURCE == from;
+    for (int i = 0; i < len; i++)
+        ok &= r[i] == pattern(from, len, i);
+    for (int i = len; i < len + GUARD; i++)
+        ok &= r[i] == SENT;
+    return ok;
+}
+
+static void test_sizes(int late)
+{
+    int ok = 1, peer = (rank + 1) % size, from = (rank + size - 1) % size, sz[80];
+    int n = msg_sizes(sz);
+    unsigned char *s = malloc(MAXMSG), *r = malloc(MAXMSG + GUARD);
+    for (int k = 0; k < n; k++) {
+        int len = sz[k], flag = 0;
+        for (int i = 0; i < len; i++)
+            s[i] = pattern(rank, len, i);
+        memset(r, SENT, len + GUARD);
+        MPI_Request rq[2];
+        MPI_Status st[2];
+        if (!late) {
+            MPI_Irecv(r, len, MPI_BYTE, from, 20, MPI_COMM_WORLD, &rq[0]);
+            MPI_Isend(s, len, MPI_BYTE, peer, 20, MPI_COMM_WORLD, &rq[1]);
+            MPI_Waitall(2, rq, st);
+        } else {
+            /* the message (or its rendezvous announcement) is there before the receive */
+            MPI_Isend(s, len, MPI_BYTE, peer, 21, MPI_COMM_WORLD, &rq[1]);
+            while (!flag)
+                MPI_Iprobe(from, 21, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+            MPI_Recv(r, len, MPI_BYTE, from, 21, MPI_COMM_WORLD, &st[0]);
+            MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
+        }
+        ok &= check_msg(r, from, len, &st[0]);
+    }
+    free(s);
+    free(r);
+    check(ok, late ? "sizes 0 B .. 4 MiB+1, receive posted after arrival: data, count, no overrun"
+                   : "sizes 0 B .. 4 MiB+1 (2^k-1, 2^k, 2^k+1), receive posted first: data, "
+                     "count, no overrun");
+}
+
+static void test_ssend_bsend_sizes(void)
+{
+    int ok = 1, peer = (rank + 1) % size, from = (rank + size - 1) % size;
+    static const int sz[] = {0, 1, 8191, 8192, 65535, 65536, 65537, 1 << 20};
+    unsigned char *s = malloc(1 << 20), *r = malloc((1 << 20) + GUARD);
+    MPI_Status st;
+    for (int mode = 0; mode < 2; mode++) {
+        /* room for all of them: a sent message frees its space only once progress sees the
+         * send complete */
+        int bsize = 3 * (1 << 20) + 8 * MPI_BSEND_OVERHEAD;
+        void *bbuf = malloc(bsize);
+        if (mode == 1)
+            MPI_Buffer_attach(bbuf, bsize);
+        for (unsigned k = 0; k < sizeof(sz) / sizeof(sz[0]); k++) {
+            int len = sz[k];
+            MPI_Request rq;
+            for (int i = 0; i < len; i++)
+                s[i] = pattern(rank, len, i);
+            memset(r, SENT, len + GUARD);
+            if (mode == 0) { /* synchronous: the receive is posted, so this cannot deadlock */
+                MPI_Irecv(r, len, MPI_BYTE, from, 22, MPI_COMM_WORLD, &rq);
+                MPI_Ssend(s, len, MPI_BYTE, peer, 22, MPI_COMM_WORLD);
+                MPI_Wait(&rq, &st);
+            } else { /* buffered: returns before any receive is posted */
+                MPI_Bsend(s, len, MPI_BYTE, peer, 23, MPI_COMM_WORLD);
+                MPI_Recv(r, len, MPI_BYTE, from, 23, MPI_COMM_WORLD, &st);
+            }
+            ok &= check_msg(r, from, len, &st);
+        }
+        if (mode == 1)
+            MPI_Buffer_detach(&bbuf, &bsize);
+        free(bbuf);
+    }
+    free(s);
+    free(r);
+    check(ok, "MPI_Ssend and MPI_Bsend of 0 B .. 1 MiB (eager and rendezvous)");
+}
+
+static void test_many_in_flight(void)
+{
+    /* 1000 small messages with distinct tags, received in reverse order: matching by tag
+     * through a long unexpected queue */
+    enum { M = 1000 };
+    int ok = 1, peer = (rank + 1) % size, from = (rank + size - 1) % size;
+    static int out[M], in[M];
+    static MPI_Request rq[M];
+    static MPI_Status st[M];
+    for (int i = 0; i < M; i++) {
+        out[i] = rank * M + i;
+        in[i] = -1;
+        MPI_Isend(&out[i], 1, MPI_INT, peer, 1000 + i, MPI_COMM_WORLD, &rq[i]);
+    }
+    for (int i = M - 1; i >= 0; i--)
+        MPI_Recv(&in[i], 1, MPI_INT, from, 1000 + i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Waitall(M, rq, st);
+    for (int i = 0; i < M; i++)
+        ok &= in[i] == from * M + i;
+
+    /* and MPI_Sendrecv_replace of 400 KB */
+    enum { R = 100000 };
+    int *buf = malloc(R * sizeof(int));
+    for (int i = 0; i < R; i++)
+        buf[i] = rank + i;
+    MPI_Sendrecv_replace(buf, R, MPI_INT, peer, 24, from, 24, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    for (int i = 0; i < R; i++)
+        ok &= buf[i] == from + i;
+    free(buf);
+    check(ok, "1000 messages in flight received in reverse tag order; MPI_Sendrecv_replace");
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (rank == 0)
-        printf("1..12\n");
+        printf("1..16\n");
     test_anysource();
     test_order();
     test_ssend_rsend();
@@ -285,6 +431,10 @@ int main(int argc, char **argv)
     test_truncate();
     test_noncontig_zero_self();
     test_large();
+    test_sizes(0);
+    test_sizes(1);
+    test_ssend_bsend_sizes();
+    test_many_in_flight();
     MPI_Finalize();
     return 0;
 }

@@ -1,6 +1,5 @@
 #!/bin/sh
-# dynamic processes: spawn, connect/accept (2 parents + 2 children)
+# dynamic processes: MPI_Comm_spawn of 2 children from 1, 2, 4 and 8 parents; connect/accept
+# between two halves of the parents' world (connect.t does it between two mpiexec jobs)
 . "$(dirname "$0")/mpitest.sh"
-# shellcheck disable=SC2034 # read by mpitest_run
-NP=2
 mpitest_run spawn
