@@ -1,0 +1,667 @@
+/*
+ * A sample of every collective with data checks, for any number of ranks: blocking, then the
+ * nonblocking variants all in flight at once, persistent ones, neighborhood collectives on a
+ * cartesian topology, and a sample again on a split communicator (ranks reversed).
+ * One TAP line per group, printed by rank 0; every check is ANDed over all ranks.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int wrank, ntest;
+
+static void check(int ok, const char *what)
+{
+    int all;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (wrank == 0)
+        printf("%s %d - %s\n", all ? "ok" : "not ok", ++ntest, what);
+    fflush(stdout);
+}
+
+static int val(int r, int i)
+{
+    return r * 1000 + i;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* all ranks run on one host in this suite */
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int test_barrier(MPI_Comm comm)
+{
+    /* nobody leaves before the last one (rank 0, 50 ms late) has entered */
+    int rank, ok = 1;
+    MPI_Comm_rank(comm, &rank);
+    for (int nb = 0; nb < 2; nb++) {
+        double entered = 0, left;
+        MPI_Barrier(comm);
+        if (rank == 0) {
+            struct timespec d = {0, 50 * 1000 * 1000};
+            nanosleep(&d, NULL);
+            entered = now();
+        }
+        if (nb) {
+            MPI_Request rq;
+            MPI_Ibarrier(comm, &rq);
+            MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Barrier(comm);
+        }
+        left = now();
+        MPI_Bcast(&entered, 1, MPI_DOUBLE, 0, comm);
+        ok &= left >= entered;
+    }
+    return ok;
+}
+
+static int test_bcast(MPI_Comm comm)
+{
+    /* from every root; small and 1 MiB (pipelined/scatter-allgather algorithms) */
+    int rank, size, ok = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    const int counts[2] = {10, 256 * 1024};
+    int *buf = malloc(counts[1] * sizeof(int));
+    for (int c = 0; c < 2; c++) {
+        for (int root = 0; root < size; root++) {
+            for (int i = 0; i < counts[c]; i++)
+                buf[i] = rank == root ? val(root, i) : -1;
+            MPI_Bcast(buf, counts[c], MPI_INT, root, comm);
+            for (int i = 0; i < counts[c]; i++)
+                ok &= buf[i] == val(root, i);
+        }
+    }
+    free(buf);
+    return ok;
+}
+
+static int test_gather_scatter(MPI_Comm comm)
+{
+    enum { K = 10 };
+    int rank, size, ok = 1, root;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    root = size - 1;
+    int mine[K], *all = malloc(size * K * sizeof(int)), *cnt = malloc(size * sizeof(int)),
+                 *dsp = malloc(size * sizeof(int));
+    /* gather */
+    for (int i = 0; i < K; i++)
+        mine[i] = val(rank, i);
+    MPI_Gather(mine, K, MPI_INT, all, K, MPI_INT, root, comm);
+    if (rank == root)
+        for (int r = 0; r < size; r++)
+            for (int i = 0; i < K; i++)
+                ok &= all[r * K + i] == val(r, i);
+    /* gatherv: rank r contributes r % K + 1 ints, stored back to front */
+    for (int r = 0, d = size * K; r < size; r++) {
+        cnt[r] = r % K + 1;
+        d -= cnt[r];
+        dsp[r] = d;
+    }
+    for (int i = 0; i < size * K; i++)
+        all[i] = -1;
+    MPI_Gatherv(mine, cnt[rank], MPI_INT, all, cnt, dsp, MPI_INT, root, comm);
+    if (rank == root)
+        for (int r = 0; r < size; r++)
+            for (int i = 0; i < cnt[r]; i++)
+                ok &= all[dsp[r] + i] == val(r, i);
+    /* scatter from rank 0 */
+    for (int i = 0; i < size * K; i++)
+        all[i] = val(i / K, i % K);
+    memset(mine, 0xff, sizeof(mine));
+    MPI_Scatter(all, K, MPI_INT, mine, K, MPI_INT, 0, comm);
+    for (int i = 0; i < K; i++)
+        ok &= mine[i] == val(rank, i);
+    /* scatterv with the gatherv layout, root = last */
+    for (int r = 0; r < size; r++)
+        for (int i = 0; i < cnt[r]; i++)
+            all[dsp[r] + i] = val(r, i);
+    memset(mine, 0xff, sizeof(mine));
+    MPI_Scatterv(all, cnt, dsp, MPI_INT, mine, cnt[rank], MPI_INT, root, comm);
+    for (int i = 0; i < K; i++)
+        ok &= mine[i] == (i < cnt[rank] ? val(rank, i) : -1);
+    free(all);
+    free(cnt);
+    free(dsp);
+    return ok;
+}
+
+static int test_allgather(MPI_Comm comm)
+{
+    enum { K = 7 };
+    int rank, size, ok = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int mine[K], *all = malloc(size * K * sizeof(int)), *cnt = malloc(size * sizeof(int)),
+                 *dsp = malloc(size * sizeof(int));
+    for (int i = 0; i < K; i++)
+        mine[i] = val(rank, i);
+    MPI_Allgather(mine, K, MPI_INT, all, K, MPI_INT, comm);
+    for (int i = 0; i < size * K; i++)
+        ok &= all[i] == val(i / K, i % K);
+    /* in place */
+    for (int i = 0; i < size * K; i++)
+        all[i] = i / K == rank ? val(rank, i % K) : -1;
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, K, MPI_INT, comm);
+    for (int i = 0; i < size * K; i++)
+        ok &= all[i] == val(i / K, i % K);
+    /* allgatherv: r % K + 1 ints from rank r, packed in rank order */
+    for (int r = 0, d = 0; r < size; r++) {
+        cnt[r] = r % K + 1;
+        dsp[r] = d;
+        d += cnt[r];
+    }
+    for (int i = 0; i < size * K; i++)
+        all[i] = -1;
+    MPI_Allgatherv(mine, cnt[rank], MPI_INT, all, cnt, dsp, MPI_INT, comm);
+    for (int r = 0; r < size; r++)
+        for (int i = 0; i < cnt[r]; i++)
+            ok &= all[dsp[r] + i] == val(r, i);
+    free(all);
+    free(cnt);
+    free(dsp);
+    return ok;
+}
+
+/* alltoall data: block for rank `to` from rank `from`, element i */
+static int a2a(int from, int to, int i)
+{
+    return from * 10000 + to * 100 + i;
+}
+
+static int test_alltoall(MPI_Comm comm)
+{
+    enum { K = 5 };
+    int rank, size, ok = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *s = malloc(size * K * sizeof(int)), *r = malloc(size * K * sizeof(int));
+    int *sc = malloc(size * sizeof(int)), *sd = malloc(size * sizeof(int));
+    int *rc = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int));
+    for (int j = 0; j < size; j++)
+        for (int i = 0; i < K; i++)
+            s[j * K + i] = a2a(rank, j, i);
+    MPI_Alltoall(s, K, MPI_INT, r, K, MPI_INT, comm);
+    for (int j = 0; j < size; j++)
+        for (int i = 0; i < K; i++)
+            ok &= r[j * K + i] == a2a(j, rank, i);
+    /* alltoallv: rank r sends (r + j) % K + 1 ints to rank j */
+    for (int j = 0, d = 0, e = 0; j < size; j++) {
+        sc[j] = (rank + j) % K + 1;
+        rc[j] = (j + rank) % K + 1;
+        sd[j] = d;
+        rd[j] = e;
+        d += K;
+        e += rc[j];
+    }
+    for (int i = 0; i < size * K; i++)
+        r[i] = -1;
+    MPI_Alltoallv(s, sc, sd, MPI_INT, r, rc, rd, MPI_INT, comm);
+    for (int j = 0; j < size; j++)
+        for (int i = 0; i < rc[j]; i++)
+            ok &= r[rd[j] + i] == a2a(j, rank, i);
+    /* alltoallw: K ints to every rank, sent as a 1-int-stride vector of K, received as one
+     * contiguous type of K ints, byte displacements */
+    MPI_Datatype vec, contig;
+    MPI_Type_vector(K, 1, 1, MPI_INT, &vec);
+    MPI_Type_contiguous(K, MPI_INT, &contig);
+    MPI_Type_commit(&vec);
+    MPI_Type_commit(&contig);
+    MPI_Datatype *st = malloc(size * sizeof(MPI_Datatype)),
+                 *rt = malloc(size * sizeof(MPI_Datatype));
+    for (int j = 0; j < size; j++) {
+        sc[j] = 1;
+        rc[j] = 1;
+        sd[j] = (size - 1 - j) * K * (int)sizeof(int); /* send blocks from the back */
+        rd[j] = j * K * (int)sizeof(int);
+        st[j] = vec;
+        rt[j] = contig;
+        for (int i = 0; i < K; i++)
+            s[(size - 1 - j) * K + i] = a2a(rank, j, i);
+    }
+    for (int i = 0; i < size * K; i++)
+        r[i] = -1;
+    MPI_Alltoallw(s, sc, sd, st, r, rc, rd, rt, comm);
+    for (int j = 0; j < size; j++)
+        for (int i = 0; i < K; i++)
+            ok &= r[j * K + i] == a2a(j, rank, i);
+    MPI_Type_free(&vec);
+    MPI_Type_free(&contig);
+    free(st);
+    free(rt);
+    free(s);
+    free(r);
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+    return ok;
+}
+
+/* a non-commutative user op on 2x2 integer matrices (stored a b c d): inout = in x inout */
+static void matmul(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    int *a = in, *b = inout;
+    for (int k = 0; k < *len; k++, a += 4, b += 4) {
+        int c[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2],
+                    a[2] * b[1] + a[3] * b[3]};
+        memcpy(b, c, sizeof(c));
+    }
+}
+
+static void rank_matrix(int r, int *m) /* [[1, r+1], [r%3, 1]]: the order of products matters */
+{
+    m[0] = 1;
+    m[1] = r + 1;
+    m[2] = r % 3;
+    m[3] = 1;
+}
+
+static int test_reduce(MPI_Comm comm)
+{
+    int rank, size, ok = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    /* int SUM to every root */
+    for (int root = 0; root < size; root++) {
+        int v[3] = {rank, 1, -rank}, s[3] = {-1, -1, -1};
+        MPI_Reduce(v, s, 3, MPI_INT, MPI_SUM, root, comm);
+        if (rank == root)
+            ok &= s[0] == size * (size - 1) / 2 && s[1] == size && s[2] == -s[0];
+    }
+    /* double MAX/MIN, long long PROD, unsigned BAND, MAXLOC at root 0 */
+    double d = rank * 1.5, dmax = -1, dmin = -1;
+    MPI_Reduce(&d, &dmax, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+    MPI_Reduce(&d, &dmin, 1, MPI_DOUBLE, MPI_MIN, 0, comm);
+    long long p = rank % 2 ? 2 : 1, prod = 0;
+    MPI_Reduce(&p, &prod, 1, MPI_LONG_LONG, MPI_PROD, 0, comm);
+    unsigned u = ~(1u << rank), band = 0;
+    MPI_Reduce(&u, &band, 1, MPI_UNSIGNED, MPI_BAND, 0, comm);
+    struct {
+        double v;
+        int r;
+    } in = {(double)((rank * 5) % size), rank}, out = {-1, -1};
+    MPI_Reduce(&in, &out, 1, MPI_DOUBLE_INT, MPI_MAXLOC, 0, comm);
+    if (rank == 0) {
+        ok &= dmax == (size - 1) * 1.5 && dmin == 0;
+        ok &= prod == 1LL << (size / 2);
+        ok &= band == ~((1u << size) - 1);
+        /* the largest value, lowest rank holding it */
+        double best = -1;
+        int who = -1;
+        for (int r = 0; r < size; r++)
+            if ((r * 5) % size > best)
+                best = (r * 5) % size, who = r;
+        ok &= out.v == best && out.r == who;
+    }
+    /* non-commutative user op: the product must be in rank order */
+    MPI_Op op;
+    MPI_Op_create(matmul, 0, &op);
+    MPI_Datatype mat;
+    MPI_Type_contiguous(4, MPI_INT, &mat);
+    MPI_Type_commit(&mat);
+    int m[4], res[4] = {0}, expect[4] = {1, 0, 0, 1};
+    rank_matrix(rank, m);
+    MPI_Reduce(m, res, 1, mat, op, size - 1, comm);
+    for (int r = size - 1; r >= 0; r--) { /* expect = m0 x m1 x ... x m(size-1) */
+        int mr[4];
+        rank_matrix(r, mr);
+        matmul(mr, expect, &(int){1}, NULL);
+    }
+    if (rank == size - 1)
+        ok &= memcmp(res, expect, sizeof(res)) == 0;
+    /* MPI_Reduce_local */
+    int a[2] = {1, 2}, b[2] = {10, 20};
+    MPI_Reduce_local(a, b, 2, MPI_INT, MPI_SUM);
+    ok &= b[0] == 11 && b[1] == 22;
+    MPI_Type_free(&mat);
+    MPI_Op_free(&op);
+    return ok;
+}
+
+static int test_allreduce(MPI_Comm comm)
+{
+    int rank, size, ok = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int isum = -1;
+    MPI_Allreduce(&rank, &isum, 1, MPI_INT, MPI_SUM, comm);
+    ok &= isum == size * (size - 1) / 2;
+    float f = (float)rank, fmin = -1;
+    MPI_Allreduce(&f, &fmin, 1, MPI_FLOAT, MPI_MIN, comm);
+    ok &= fmin == 0;
+    unsigned char c = (unsigned char)(1u << (rank % 8)), cor = 0;
+    MPI_Allreduce(&c, &cor, 1, MPI_UNSIGNED_CHAR, MPI_BOR, comm);
+    ok &= cor == (size >= 8 ? 0xff : (1u << size) - 1);
+    int l = rank != 1, land = -1, lor = -1, bx = -1;
+    MPI_Allreduce(&l, &land, 1, MPI_INT, MPI_LAND, comm);
+    MPI_Allreduce(&l, &lor, 1, MPI_INT, MPI_LOR, comm);
+    MPI_Allreduce(&rank, &bx, 1, MPI_INT, MPI_BXOR, comm);
+    int x = 0;
+    for (int r = 0; r < size; r++)
+        x ^= r;
+    ok &= land == (size < 2) && lor == 1 && bx == x;
+    struct {
+        int v, r;
+    } in = {-rank, rank}, out;
+    MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, comm);
+    ok &= out.v == -(size - 1) && out.r == size - 1;
+    /* in place, 100000 doubles (800 KB: the large-message algorithm) */
+    enum { N = 100000 };
+    double *v = malloc(N * sizeof(double));
+    for (int i = 0; i < N; i++)
+        v[i] = rank + i;
+    MPI_Allreduce(MPI_IN_PLACE, v, N, MPI_DOUBLE, MPI_SUM, comm);
+    for (int i = 0; i < N; i++)
+        ok &= v[i] == size * (size - 1) / 2.0 + (double)size * i;
+    free(v);
+    /* in place with MPI_MAX on long */
+    long lm = rank * 3;
+    MPI_Allreduce(MPI_IN_PLACE, &lm, 1, MPI_LONG, MPI_MAX, comm);
+    ok &= lm == (size - 1) * 3L;
+    return ok;
+}
+
+static int test_reduce_scatter_scan(MPI_Comm comm)
+{
+    int rank, size, ok = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    /* reduce_scatter: rank r gets r + 1 sums; element i of rank r's block is sum over
+     * ranks q of (q + base + i), base = the block's offset */
+    int n = size * (size + 1) / 2;
+    int *s = malloc(n * sizeof(int)), *cnt = malloc(size * sizeof(int));
+    int *r = malloc((size > 3 ? size : 3) * sizeof(int));
+    for (int i = 0; i < n; i++)
+        s[i] = rank + i;
+    for (int q = 0; q < size; q++)
+        cnt[q] = q + 1;
+    MPI_Reduce_scatter(s, r, cnt, MPI_INT, MPI_SUM, comm);
+    int base = rank * (rank + 1) / 2, tri = size * (size - 1) / 2;
+    for (int i = 0; i < rank + 1; i++)
+        ok &= r[i] == tri + size * (base + i);
+    /* reduce_scatter_block: 3 each */
+    int *sb = malloc(3 * size * sizeof(int));
+    for (int i = 0; i < 3 * size; i++)
+        sb[i] = rank * i;
+    MPI_Reduce_scatter_block(sb, r, 3, MPI_INT, MPI_SUM, comm);
+    for (int i = 0; i < 3; i++)
+        ok &= r[i] == tri * (3 * rank + i);
+    /* scan and exscan */
+    int one = rank + 1, sc = -1, ex = -1;
+    MPI_Scan(&one, &sc, 1, MPI_INT, MPI_SUM, comm);
+    ok &= sc == (rank + 1) * (rank + 2) / 2;
+    MPI_Exscan(&one, &ex, 1, MPI_INT, MPI_SUM, comm);
+    if (rank > 0) /* undefined on rank 0 */
+        ok &= ex == rank * (rank + 1) / 2;
+    double dm = rank % 2 ? -rank : rank, dsc;
+    MPI_Scan(&dm, &dsc, 1, MPI_DOUBLE, MPI_MAX, comm);
+    ok &= dsc == (rank % 2 ? rank - 1 : rank);
+    free(s);
+    free(r);
+    free(cnt);
+    free(sb);
+    return ok;
+}
+
+static int test_nonblocking(MPI_Comm comm)
+{
+    /* eleven nonblocking collectives in flight at once, completed by one waitall */
+    enum { K = 4, NREQ = 11 };
+    int rank, size, ok = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Request rq[NREQ];
+    MPI_Status st[NREQ];
+    int bc[K], mine[K], *gat = malloc(size * K * sizeof(int)), sca[K];
+    int *all = malloc(size * K * sizeof(int)), *a2s = malloc(size * K * sizeof(int));
+    int *a2r = malloc(size * K * sizeof(int)), *src = malloc(size * K * sizeof(int));
+    int red = -1, ared = -1, rsb[K], scn = -1, exs = -1;
+    int *rsbs = malloc(size * K * sizeof(int));
+    for (int i = 0; i < K; i++) {
+        bc[i] = rank == 0 ? val(0, i) : -1;
+        mine[i] = val(rank, i);
+    }
+    for (int i = 0; i < size * K; i++) {
+        src[i] = val(i / K, i % K);
+        a2s[i] = a2a(rank, i / K, i % K);
+        rsbs[i] = i;
+    }
+    int n = 0;
+    MPI_Ibarrier(comm, &rq[n++]);
+    MPI_Ibcast(bc, K, MPI_INT, 0, comm, &rq[n++]);
+    MPI_Igather(mine, K, MPI_INT, gat, K, MPI_INT, size - 1, comm, &rq[n++]);
+    MPI_Iscatter(src, K, MPI_INT, sca, K, MPI_INT, 0, comm, &rq[n++]);
+    MPI_Iallgather(mine, K, MPI_INT, all, K, MPI_INT, comm, &rq[n++]);
+    MPI_Ialltoall(a2s, K, MPI_INT, a2r, K, MPI_INT, comm, &rq[n++]);
+    MPI_Ireduce(&rank, &red, 1, MPI_INT, MPI_SUM, 0, comm, &rq[n++]);
+    MPI_Iallreduce(&rank, &ared, 1, MPI_INT, MPI_MAX, comm, &rq[n++]);
+    MPI_Ireduce_scatter_block(rsbs, rsb, K, MPI_INT, MPI_SUM, comm, &rq[n++]);
+    MPI_Iscan(&rank, &scn, 1, MPI_INT, MPI_SUM, comm, &rq[n++]);
+    MPI_Iexscan(&rank, &exs, 1, MPI_INT, MPI_SUM, comm, &rq[n++]);
+    MPI_Waitall(n, rq, st);
+    for (int i = 0; i < K; i++) {
+        ok &= bc[i] == val(0, i) && sca[i] == val(rank, i);
+        ok &= rsb[i] == size * (rank * K + i);
+    }
+    for (int i = 0; i < size * K; i++) {
+        if (rank == size - 1)
+            ok &= gat[i] == val(i / K, i % K);
+        ok &= all[i] == val(i / K, i % K);
+        ok &= a2r[i] == a2a(i / K, rank, i % K);
+    }
+    if (rank == 0)
+        ok &= red == size * (size - 1) / 2;
+    ok &= ared == size - 1 && scn == rank * (rank + 1) / 2;
+    if (rank > 0)
+        ok &= exs == rank * (rank - 1) / 2;
+    free(gat);
+    free(all);
+    free(a2s);
+    free(a2r);
+    free(src);
+    free(rsbs);
+    return ok;
+}
+
+static int test_nonblocking_v(MPI_Comm comm)
+{
+    /* the v/w variants and reduce_scatter, nonblocking */
+    int rank, size, ok = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *cnt = malloc(size * sizeof(int)), *dsp = malloc(size * sizeof(int));
+    int *all = malloc(size * sizeof(int)), *gv = malloc(size * sizeof(int));
+    int *s = malloc(size * sizeof(int)), *r = malloc(size * sizeof(int));
+    int *rs = malloc(size * sizeof(int)), rsr = -1, sv = -1;
+    MPI_Datatype *ty = malloc(size * sizeof(MPI_Datatype));
+    int *bdsp = malloc(size * sizeof(int)), *idsp = malloc(size * sizeof(int));
+    for (int q = 0; q < size; q++) {
+        cnt[q] = 1;
+        idsp[q] = q;
+        dsp[q] = size - 1 - q; /* reversed placement */
+        bdsp[q] = q * (int)sizeof(int);
+        ty[q] = MPI_INT;
+        s[q] = a2a(rank, q, 0);
+        rs[q] = rank + q;
+        all[q] = gv[q] = r[q] = -1;
+    }
+    int me = val(rank, 0);
+    MPI_Request rq[6];
+    MPI_Status st[6];
+    MPI_Igatherv(&me, 1, MPI_INT, gv, cnt, dsp, MPI_INT, 0, comm, &rq[0]);
+    int *sc = malloc(size * sizeof(int));
+    for (int q = 0; q < size; q++)
+        sc[size - 1 - q] = val(q, 1);
+    MPI_Iscatterv(sc, cnt, dsp, MPI_INT, &sv, 1, MPI_INT, 0, comm, &rq[1]);
+    MPI_Iallgatherv(&me, 1, MPI_INT, all, cnt, dsp, MPI_INT, comm, &rq[2]);
+    MPI_Ialltoallv(s, cnt, idsp, MPI_INT, r, cnt, dsp, MPI_INT, comm, &rq[3]);
+    int *r2 = malloc(size * sizeof(int));
+    MPI_Ialltoallw(s, cnt, bdsp, ty, r2, cnt, bdsp, ty, comm, &rq[4]);
+    MPI_Ireduce_scatter(rs, &rsr, cnt, MPI_INT, MPI_SUM, comm, &rq[5]);
+    MPI_Waitall(6, rq, st);
+    for (int q = 0; q < size; q++) {
+        if (rank == 0)
+            ok &= gv[size - 1 - q] == val(q, 0);
+        ok &= all[size - 1 - q] == val(q, 0);
+        ok &= r[size - 1 - q] == a2a(q, rank, 0);
+        ok &= r2[q] == a2a(q, rank, 0);
+    }
+    ok &= sv == val(rank, 1);
+    ok &= rsr == size * (size - 1) / 2 + size * rank;
+    free(cnt);
+    free(dsp);
+    free(all);
+    free(gv);
+    free(s);
+    free(r);
+    free(r2);
+    free(rs);
+    free(sc);
+    free(ty);
+    free(bdsp);
+    free(idsp);
+    return ok;
+}
+
+static int test_persistent(MPI_Comm comm)
+{
+    /* MPI 4 persistent collectives: started three times with new data */
+    int rank, size, ok = 1, in, out, b[3];
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Request rq[2];
+    MPI_Status st[2];
+    MPI_Allreduce_init(&in, &out, 1, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &rq[0]);
+    MPI_Bcast_init(b, 3, MPI_INT, size - 1, comm, MPI_INFO_NULL, &rq[1]);
+    for (int it = 0; it < 3; it++) {
+        in = rank * it;
+        for (int i = 0; i < 3; i++)
+            b[i] = rank == size - 1 ? it * 10 + i : -1;
+        MPI_Startall(2, rq);
+        MPI_Waitall(2, rq, st);
+        ok &= out == it * size * (size - 1) / 2;
+        for (int i = 0; i < 3; i++)
+            ok &= b[i] == it * 10 + i;
+    }
+    MPI_Request_free(&rq[0]);
+    MPI_Request_free(&rq[1]);
+    return ok;
+}
+
+static int test_neighbor(void)
+{
+    /* 2-d non-periodic cart (edge neighbours are MPI_PROC_NULL: their blocks stay untouched).
+     * Neighbour order: dim 0 -, dim 0 +, dim 1 -, dim 1 +. */
+    int size, dims[2] = {0, 0}, periods[2] = {0, 0}, ok = 1, rank;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Dims_create(size, 2, dims);
+    MPI_Comm cart;
+    MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 1, &cart);
+    MPI_Comm_rank(cart, &rank);
+    int nb[4];
+    MPI_Cart_shift(cart, 0, 1, &nb[0], &nb[1]);
+    MPI_Cart_shift(cart, 1, 1, &nb[2], &nb[3]);
+    int g[4], a[4], s[4], gv[4], av[4], aw[4], ig[4], ia[4];
+    int cnt[4] = {1, 1, 1, 1}, dsp[4] = {3, 2, 1, 0};
+    MPI_Datatype ty[4];
+    for (int k = 0; k < 4; k++) {
+        s[k] = rank * 100 + k; /* block k goes to neighbour k */
+        g[k] = a[k] = gv[k] = av[k] = aw[k] = ig[k] = ia[k] = -1;
+        ty[k] = MPI_INT;
+    }
+    MPI_Neighbor_allgather(&rank, 1, MPI_INT, g, 1, MPI_INT, cart);
+    MPI_Neighbor_alltoall(s, 1, MPI_INT, a, 1, MPI_INT, cart);
+    MPI_Neighbor_allgatherv(&rank, 1, MPI_INT, gv, cnt, dsp, MPI_INT, cart);
+    MPI_Neighbor_alltoallv(s, cnt, dsp, MPI_INT, av, cnt, dsp, MPI_INT, cart);
+    MPI_Neighbor_alltoallw(s, cnt, (MPI_Aint[]){0, 4, 8, 12}, ty, aw, cnt,
+                           (MPI_Aint[]){0, 4, 8, 12}, ty, cart);
+    MPI_Request rq[2];
+    MPI_Status st[2];
+    MPI_Ineighbor_allgather(&rank, 1, MPI_INT, ig, 1, MPI_INT, cart, &rq[0]);
+    MPI_Ineighbor_alltoall(s, 1, MPI_INT, ia, 1, MPI_INT, cart, &rq[1]);
+    MPI_Waitall(2, rq, st);
+    for (int k = 0; k < 4; k++) {
+        int q = nb[k], back = k ^ 1; /* q sent to me its block for the opposite direction */
+        int eg = q == MPI_PROC_NULL ? -1 : q;
+        int ea = q == MPI_PROC_NULL ? -1 : q * 100 + back;
+        ok &= g[k] == eg && ig[k] == eg && gv[3 - k] == eg;
+        ok &= a[k] == ea && ia[k] == ea && aw[k] == ea;
+        /* alltoallv: I send s[3 - k] to neighbour k, receive its block into av[3 - k] */
+        ok &= av[3 - k] == (q == MPI_PROC_NULL ? -1 : q * 100 + (3 - back));
+    }
+    MPI_Comm_free(&cart);
+    return ok;
+}
+
+static int test_split(void)
+{
+    /* two communicators by parity, ranks reversed: a sample again */
+    int size, ok = 1, sub, ssize;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm half, dup;
+    MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, size - wrank, &half);
+    MPI_Comm_rank(half, &sub);
+    MPI_Comm_size(half, &ssize);
+    ok &= ssize == (size + 1 - wrank % 2) / 2;
+    /* the order is reversed: sub-rank 0 is the highest world rank of this parity */
+    int w0 = -1;
+    if (sub == 0)
+        w0 = wrank;
+    MPI_Bcast(&w0, 1, MPI_INT, 0, half);
+    int top = size - 1 - ((size - 1) % 2 != wrank % 2);
+    ok &= w0 == top;
+    MPI_Comm_dup(half, &dup);
+    ok &= test_bcast(dup) && test_gather_scatter(dup) && test_allgather(dup);
+    ok &= test_alltoall(dup) && test_reduce(dup) && test_allreduce(dup);
+    ok &= test_reduce_scatter_scan(dup) && test_nonblocking(dup);
+    /* the two halves run different collectives concurrently */
+    int x = wrank, sum = -1;
+    if (wrank % 2)
+        MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, half);
+    else
+        MPI_Reduce(&x, &sum, 1, MPI_INT, MPI_SUM, 0, half);
+    int expect = 0;
+    for (int r = wrank % 2; r < size; r += 2)
+        expect += r;
+    if (wrank % 2 || sub == 0)
+        ok &= sum == expect;
+    MPI_Comm_free(&dup);
+    MPI_Comm_free(&half);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    if (wrank == 0)
+        printf("1..13\n");
+    MPI_Comm w = MPI_COMM_WORLD;
+    check(test_barrier(w), "MPI_Barrier / MPI_Ibarrier: nobody leaves before the last enters");
+    check(test_bcast(w), "MPI_Bcast from every root, 40 B and 1 MiB");
+    check(test_gather_scatter(w), "MPI_Gather(v) / MPI_Scatter(v)");
+    check(test_allgather(w), "MPI_Allgather (also MPI_IN_PLACE) / MPI_Allgatherv");
+    check(test_alltoall(w), "MPI_Alltoall / MPI_Alltoallv / MPI_Alltoallw");
+    check(test_reduce(w), "MPI_Reduce: SUM to every root, MAX, MIN, PROD, BAND, MAXLOC, "
+                          "non-commutative user op; MPI_Reduce_local");
+    check(test_allreduce(w), "MPI_Allreduce: int/float/uchar/long/double, SUM MIN BOR LAND LOR "
+                             "BXOR MINLOC MAX, MPI_IN_PLACE, 800 KB");
+    check(test_reduce_scatter_scan(w), "MPI_Reduce_scatter(_block), MPI_Scan, MPI_Exscan");
+    check(test_nonblocking(w), "11 nonblocking collectives in flight at once");
+    check(test_nonblocking_v(w), "MPI_Igatherv/Iscatterv/Iallgatherv/Ialltoallv/Ialltoallw/"
+                                 "Ireduce_scatter");
+    check(test_persistent(w), "persistent MPI_Allreduce_init / MPI_Bcast_init, 3 starts");
+    check(test_neighbor(), "neighborhood collectives (and nonblocking) on a 2-d cart");
+    check(test_split(), "split communicator (by parity, reversed) + dup: the sample again, "
+                        "different collectives in the two halves");
+    MPI_Finalize();
+    return 0;
+}
