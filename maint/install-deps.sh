@@ -1,11 +1,14 @@
 #!/bin/sh
-# Install the Debian 12 packages needed to build psmpi (MPICH 4.0.2 + ch4:pscom + libpscom).
+# Install the Debian 12 packages needed to build and test psmpi (MPICH 4.0.2 + ch4:pscom).
 # Run as root. Packages already present are left alone, so running it again is cheap.
 # Usage: maint/install-deps.sh [--fortran]
 set -eu
 
 PKGS="gcc g++ make autoconf automake libtool pkg-config python3 perl patch xz-utils file \
 ca-certificates ccache libhwloc-dev"
+# test only: test/mpi/dropin.t builds a program with Debian's mpicc.mpich and runs it on our
+# library (drop-in); it skips when this is missing
+PKGS="$PKGS libmpich-dev"
 for arg in "$@"; do
     case $arg in
     --fortran) PKGS="$PKGS gfortran" ;;
