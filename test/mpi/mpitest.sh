@@ -29,6 +29,7 @@ fi
 MPITEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/mpitest.XXXXXX") || exit 1
 # shellcheck disable=SC2064 # expand now: the path is fixed
 [ "${MPITEST_KEEP:-0}" = 1 ] || trap "rm -rf '$MPITEST_TMP'" EXIT
+trap 'exit 1' HUP INT PIPE TERM # the EXIT trap runs on these too
 
 tap() { # STATUS DESCRIPTION: one TAP line, numbered
     mpitest_n=$((mpitest_n + 1))
