@@ -40,6 +40,6 @@ step "./configure$CONFIGURE_ARGS"
 ./configure $CONFIGURE_ARGS
 step "make -j$JOBS install"
 make -j"$JOBS" install
-step "a real MPI job: mpiexec -n 4 (test/mpi/ring.t)"
+step "a real MPI job: mpiexec -n 4 (test/mpi/ring.c, PSP_DEBUG_CONTYPE=1)"
 make hello
 step "done in $(($(date +%s) - T0)) s; the MPI is in $TOP/install"

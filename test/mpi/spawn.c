@@ -1,7 +1,9 @@
 /*
  * Dynamic processes: the parents (mpiexec -n N, any N) spawn 2 children of this same program;
  * parents and children exchange over the intercommunicator, merge it and reduce over all.
- * Then two halves of the world (N >= 2) connect through MPI_Open_port/accept/connect.
+ * Then MPI_Comm_spawn_multiple starts two commands (1 + 2 processes, told apart by their
+ * arguments) into one new world. Then two halves of the world (N >= 2) connect through
+ * MPI_Open_port/accept/connect.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -28,6 +30,14 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
+    if (parent != MPI_COMM_NULL && argc > 2 && !strcmp(argv[1], "multi")) {
+        /* child of spawn_multiple: world of 3, command "a" (1 process) then "b" (2) */
+        int v = 100 + 10 * rank + (argv[2][0] == 'b') + 1000 * (size != 3);
+        MPI_Send(&v, 1, MPI_INT, 0, 4, parent);
+        MPI_Comm_disconnect(&parent);
+        MPI_Finalize();
+        return 0;
+    }
     if (parent != MPI_COMM_NULL) { /* child */
         int v = -1;
         if (rank == 0)
@@ -47,7 +57,7 @@ int main(int argc, char **argv)
     }
 
     if (rank == 0)
-        printf("1..3\n");
+        printf("1..4\n");
     int errs[2];
     MPI_Comm_spawn(argv[0], MPI_ARGV_NULL, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter, errs);
     int rsize;
@@ -71,11 +81,35 @@ int main(int argc, char **argv)
     MPI_Comm_disconnect(&inter);
     report(MPI_COMM_WORLD, ok, "MPI_Comm_spawn of 2, intercomm messages, merge + allreduce");
 
+    /* two commands into one new world */
+    char *cmds[2] = {argv[0], argv[0]};
+    char *args_a[] = {"multi", "a", NULL}, *args_b[] = {"multi", "b", NULL};
+    char **argvs[2] = {args_a, args_b};
+    int maxprocs[2] = {1, 2}, errs3[3];
+    MPI_Info infos[2] = {MPI_INFO_NULL, MPI_INFO_NULL};
+    MPI_Comm_spawn_multiple(2, cmds, argvs, maxprocs, infos, 0, MPI_COMM_WORLD, &inter, errs3);
+    MPI_Comm_remote_size(inter, &rsize);
+    ok = rsize == 3;
+    if (rank == 0) {
+        const int want[3] = {100, 111, 121}; /* 100 + 10 * child rank + (command b) */
+        for (int c = 0; c < 3; c++) {
+            int v = -1;
+            MPI_Recv(&v, 1, MPI_INT, c, 4, inter, MPI_STATUS_IGNORE);
+            if (v != want[c]) {
+                printf("# child %d of spawn_multiple sent %d, expected %d\n", c, v, want[c]);
+                ok = 0;
+            }
+        }
+    }
+    MPI_Comm_disconnect(&inter);
+    report(MPI_COMM_WORLD, ok,
+           "MPI_Comm_spawn_multiple of 2 commands (1 + 2 processes, own arguments each)");
+
     /* connect/accept between the two halves of the world */
     if (size < 2) {
         if (rank == 0)
-            printf("ok 2 - MPI_Open_port / MPI_Comm_accept / MPI_Comm_connect # SKIP needs 2 "
-                   "ranks\nok 3 - disconnect and close port # SKIP needs 2 ranks\n");
+            printf("ok 3 - MPI_Open_port / MPI_Comm_accept / MPI_Comm_connect # SKIP needs 2 "
+                   "ranks\nok 4 - disconnect and close port # SKIP needs 2 ranks\n");
         MPI_Finalize();
         return 0;
     }
