@@ -220,8 +220,10 @@ void pscom_con_fail(pscom_con_t *con, pscom_op_t op, pscom_err_t err)
 void pscom_con_transport_failed(pscom_con_t *con, pscom_op_t op, pscom_err_t err, const char *why)
 {
     if (con->eof_received || con->user_closed) {
-        /* the peer said goodbye first: an orderly close, nothing to report */
+        /* the peer said goodbye first: an orderly close, nothing to report. A send still
+           queued (the peer closed before taking it all) can never go now. */
         close_transport(con);
+        pscom_con_fail_requests(con, PSCOM_ERR_EOF);
         return;
     }
     if (con->pub.state >= PSCOM_CON_STATE_CLOSED)

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "pscom_priv.h"
 
 extern const pscom_plugin_t pscom_plugin_shm;
@@ -112,8 +113,9 @@ static void try_load(plugin_slot_t *s)
         void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (!dl) {
             const char *err = dlerror();
-            /* a library that exists but does not load says why (e.g. libucp missing) */
-            if (err && !strstr(err, "No such file"))
+            /* a library that exists but does not load says why (e.g. libucp missing: that
+               error says "No such file" too, but names libucp) */
+            if (err && access(path, F_OK) == 0)
                 snprintf(tried, sizeof(tried), "%s", err);
             continue;
         }
