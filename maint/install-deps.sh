@@ -9,6 +9,9 @@ ca-certificates ccache libhwloc-dev"
 # test only: test/mpi/dropin.t builds a program with Debian's mpicc.mpich and runs it on our
 # library (drop-in); it skips when this is missing
 PKGS="$PKGS libmpich-dev"
+# build: UCX headers and libraries for libpscom's ucp transport plugin (libpscom4ucp.so);
+# src/pscom/Makefile skips the plugin when they are missing
+PKGS="$PKGS libucx-dev"
 for arg in "$@"; do
     case $arg in
     --fortran) PKGS="$PKGS gfortran" ;;

@@ -140,7 +140,7 @@ run_one() {
     case $m in
     ours)
         env=(PSP_DEBUG_CONTYPE=1) # one line per connection: "... via shm|tcp"
-        [ "$tr" = tcp ] && env+=(PSP_SHM=0)
+        [ "$tr" = tcp ] && env+=(PSP_SHM=0 PSP_UCP=0) # ucp (UCX) would win over tcp
         cmd=("${RUN[$m]}" -n "$np")
         ;;
     mpich)

@@ -519,6 +519,7 @@ static void proxied_client(void)
     const char *name;
 
     setenv("PSP_SHM", "0", 1); /* tcp: the bytes go through the proxy */
+    setenv("PSP_UCP", "0", 1); /* (UCX would carry them past it) */
     sock = tu_open_socket();
     all = tu_allgather("");
     name = strchr(all[0], '@');

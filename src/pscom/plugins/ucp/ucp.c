@@ -1,0 +1,603 @@
+/*
+ * ucp transport: pscom over UCX's UCP API, built as libpscom4ucp.so and loaded by core at run
+ * time. One UCP worker per process; each side of a connection has an endpoint to the other's
+ * worker (addresses swapped in the handshake blobs).
+ *
+ * Data (ucp_stream.c): the pscom byte stream of a connection travels as UCX active messages,
+ * each with {the receiver's connection id, a sequence number}: the id finds the connection
+ * whatever endpoint UCX delivered it on, the sequence number restores the stream order.
+ * UCX callbacks only record what happened; the poller feeds core after ucp_worker_progress.
+ * Before blocking, the poller arms the worker; its event fd is in pscom's epoll set.
+ *
+ * Life: the handshake's TCP socket stays open as peer-death detector (like shm). An orderly
+ * close sends BYE (after all data), closes the endpoint with a flush, then the socket. A socket
+ * that closes without a BYE within PSP_UCP_HUP_MS, or an endpoint error (UCX's peer failure
+ * detection), fails the connection.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include "ucp_priv.h"
+
+struct ucp_cfg ucp_cfg;
+size_t ucp_max_header;
+
+static const pscom_env_row_t ucp_env[] = {
+    {"PSP_UCP_SMALL", "8k",
+     "Messages (header, xheader and data) of at most this many bytes are copied into one UCX "
+     "active message and complete at once; of larger ones the data is handed to UCX in place "
+     "(its own zero-copy rendezvous where the transport can) and completes when UCX is done.",
+     PSCOM_ENV_SIZE, &ucp_cfg.small, 0, 0},
+    {"PSP_UCP_DIRECT", "1",
+     "Fetch large (UCX rendezvous) payloads straight into the matched receive buffer (0: into "
+     "a temporary buffer, then copy).",
+     PSCOM_ENV_BOOL, &ucp_cfg.direct, 0, 0},
+    {"PSP_UCP_HUP_MS", "300",
+     "Milliseconds to wait for a peer's goodbye over UCX after its handshake socket closed "
+     "before the connection counts as lost.",
+     PSCOM_ENV_UINT, &ucp_cfg.hup_ms, 0, 600000},
+    {NULL, NULL, NULL, 0, NULL, 0, 0},
+};
+
+/* ---- handshake blob ---- */
+
+#define BLOB_MAGIC 0x31504355u /* "UCP1" */
+
+typedef struct ucp_blob {
+    uint32_t magic;
+    uint32_t addr_len; /* bytes of worker address that follow */
+    uint64_t id;       /* the sender's connection id: goes into every message to it */
+    uint64_t check;    /* hash of the above (check 0) and the address */
+    unsigned char addr[];
+} ucp_blob_t;
+
+/* ---- state ---- */
+
+static uc_t active = {.next = &active, .prev = &active};
+static uc_t closing = {.next = &closing, .prev = &closing};
+static uc_t work = {.wnext = &work, .wprev = &work};
+static int n_hup;
+static pscom_poller_t poller;
+static pscom_ufd_t efd_ufd = {.fd = -1};
+static int poller_on;
+
+/* connection ids: table index in the low half, a generation in the high half */
+static uc_t **ids;
+static uint32_t n_ids, id_free, id_gen;
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int id_add(uc_t *uc)
+{
+    uint32_t i = id_free;
+    while (i < n_ids && ids[i])
+        i++;
+    if (i == n_ids) {
+        uint32_t n = n_ids ? 2 * n_ids : 64;
+        uc_t **t = realloc(ids, n * sizeof(*t));
+        if (!t)
+            return -1;
+        memset(t + n_ids, 0, (n - n_ids) * sizeof(*t));
+        ids = t;
+        n_ids = n;
+    }
+    if (++id_gen == 0)
+        id_gen = 1;
+    ids[i] = uc;
+    id_free = i + 1;
+    uc->id = (uint64_t)id_gen << 32 | i;
+    return 0;
+}
+
+uc_t *ucp_id_find(uint64_t id)
+{
+    uint32_t i = (uint32_t)id;
+    return i < n_ids && ids[i] && ids[i]->id == id ? ids[i] : NULL;
+}
+
+static void id_del(uc_t *uc)
+{
+    uint32_t i = (uint32_t)uc->id;
+    if (i < n_ids && ids[i] == uc) {
+        ids[i] = NULL;
+        if (i < id_free)
+            id_free = i;
+    }
+}
+
+static void list_add(uc_t *head, uc_t *uc)
+{
+    uc->next = head;
+    uc->prev = head->prev;
+    head->prev->next = uc;
+    head->prev = uc;
+    uc->on_list = 1;
+}
+
+static void list_del(uc_t *uc)
+{
+    if (!uc->on_list)
+        return;
+    uc->prev->next = uc->next;
+    uc->next->prev = uc->prev;
+    uc->on_list = 0;
+}
+
+void ucp_work_add(uc_t *uc)
+{
+    if (uc->on_work)
+        return;
+    uc->wnext = &work;
+    uc->wprev = work.wprev;
+    work.wprev->wnext = uc;
+    work.wprev = uc;
+    uc->on_work = 1;
+}
+
+static void work_del(uc_t *uc)
+{
+    if (!uc->on_work)
+        return;
+    uc->wprev->wnext = uc->wnext;
+    uc->wnext->wprev = uc->wprev;
+    uc->on_work = 0;
+}
+
+void ucp_fail(uc_t *uc, pscom_op_t op, pscom_err_t err, const char *why)
+{
+    if (!uc->dead && uc->con)
+        pscom_con_transport_failed(uc->con, op, err, why);
+}
+
+static void on_ep_error(void *user, const char *why)
+{
+    uc_t *uc = user;
+    if (uc->dead || uc->ep_err)
+        return;
+    uc->ep_err = why;
+    if (uc->started)
+        ucp_work_add(uc);
+}
+
+static void ucp_write_start(pscom_con_t *con)
+{
+    uc_t *uc = pscom_con_transport_data(con);
+    uc->busy++;
+    ucp_write(uc);
+    uc->busy--;
+}
+
+/* ---- progress ---- */
+
+static void reap(uc_t *uc);
+
+static int do_work(void)
+{
+    int made = 0;
+    while (work.wnext != &work) {
+        uc_t *uc = work.wnext;
+        work_del(uc);
+        if (uc->dead)
+            continue;
+        uc->busy++;
+        made |= ucp_service(uc);
+        uc->busy--;
+        if (uc->dead)
+            reap(uc);
+    }
+    return made;
+}
+
+/* Handshake sockets that closed: the peer is gone if its BYE does not come in time. With act,
+   fail those that are due; else only tell whether one is due (1) or how long until the next
+   (*wait_ms). */
+static int check_hups(int act, int *wait_ms)
+{
+    uint64_t now = now_ms();
+    for (uc_t *uc = active.next; uc != &active; uc = uc->next) {
+        if (!uc->hup_at || uc->bye)
+            continue;
+        uint64_t due = uc->hup_at + ucp_cfg.hup_ms;
+        if (now < due) {
+            if (wait_ms && (*wait_ms < 0 || (int)(due - now) < *wait_ms))
+                *wait_ms = (int)(due - now);
+            continue;
+        }
+        if (!act)
+            return 1;
+        uc->busy++;
+        ucp_fail(uc, PSCOM_OP_READ, PSCOM_ERR_IOERROR, "peer process exited");
+        uc->busy--;
+        reap(uc);
+        return 1; /* the list changed; the others wait for the next round */
+    }
+    return 0;
+}
+
+static void reap_closing(void);
+
+static int ucp_poll(pscom_poller_t *p)
+{
+    (void)p;
+    int made = ux_progress() != 0;
+    if (work.wnext != &work)
+        made |= do_work();
+    if (n_hup)
+        made |= check_hups(1, NULL);
+    if (closing.next != &closing)
+        reap_closing();
+    return made;
+}
+
+static int ucp_prepare_block(pscom_poller_t *p)
+{
+    (void)p;
+    if (work.wnext != &work)
+        return 1;
+    if (n_hup) {
+        int wait_ms = -1;
+        if (check_hups(0, &wait_ms))
+            return 1;
+        if (wait_ms >= 0)
+            pscom_progress_block_hint(wait_ms + 1);
+    }
+    for (uc_t *uc = closing.next; uc != &closing; uc = uc->next)
+        if (uc->close_req && !uc->gone) {
+            pscom_progress_block_hint(100); /* endpoints being flushed */
+            break;
+        }
+    return ux_arm();
+}
+
+static void efd_handler(pscom_ufd_t *ufd, uint32_t revents)
+{
+    (void)ufd;
+    (void)revents; /* a wakeup: the poller progresses the worker */
+}
+
+static void hup_handler(pscom_ufd_t *ufd, uint32_t revents)
+{
+    uc_t *uc = ufd->priv;
+    char buf[64];
+    (void)revents;
+    ssize_t n = recv(ufd->fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+        return; /* the peer never writes here; ignore */
+    pscom_ufd_del(&uc->ufd);
+    uc->ufd_on = 0;
+    uc->hup_at = now_ms();
+    if (!uc->hup_at)
+        uc->hup_at = 1;
+    n_hup++;
+}
+
+/* ---- connection life ---- */
+
+/* From the first endpoint on, UCX needs progress (also to tear down closed endpoints). */
+static void poller_start(void)
+{
+    if (poller_on)
+        return;
+    poller = (pscom_poller_t){.poll = ucp_poll, .prepare_block = ucp_prepare_block};
+    pscom_poller_add(&poller);
+    efd_ufd = (pscom_ufd_t){.fd = ux_efd(), .events = EPOLLIN, .handler = efd_handler};
+    if (pscom_ufd_add(&efd_ufd) != 0)
+        PSCOM_LOG(1, "ucp: cannot watch the UCX wakeup fd: %s", strerror(errno));
+    poller_on = 1;
+}
+
+static uc_t *uc_new(pscom_con_t *con)
+{
+    uc_t *uc = calloc(1, sizeof(*uc));
+    if (!uc)
+        return NULL;
+    uc->con = con;
+    uc->fd = -1;
+    ucp_stream_init(uc);
+    if (id_add(uc) != 0) {
+        free(uc);
+        return NULL;
+    }
+    poller_start();
+    return uc;
+}
+
+/* Free uc once nothing refers to it any more. */
+static void reap(uc_t *uc)
+{
+    if (!uc->dead || uc->busy || uc->ops || uc->on_work)
+        return;
+    if (uc->close_req && !ux_close_done(uc->close_req))
+        return;
+    uc->close_req = NULL;
+    list_del(uc);
+    if (uc->fd >= 0)
+        close(uc->fd);
+    free(uc);
+}
+
+static void reap_closing(void)
+{
+    for (uc_t *uc = closing.next, *next; uc != &closing; uc = next) {
+        next = uc->next;
+        reap(uc);
+    }
+}
+
+/* Take uc out of service: BYE and a flushing close if all is well, else a forced close. */
+static void uc_shutdown(uc_t *uc)
+{
+    uc->dead = 1;
+    uc->con = NULL;
+    id_del(uc);
+    list_del(uc);
+    work_del(uc);
+    if (uc->ufd_on) {
+        pscom_ufd_del(&uc->ufd);
+        uc->ufd_on = 0;
+    }
+    /* a peer that is gone gets no goodbye, and what is in flight to it is dropped */
+    uc->gone = uc->ep_err || uc->hup_at;
+    int force = uc->gone || uc->ops || !uc->started;
+    if (uc->hup_at) {
+        n_hup--;
+        uc->hup_at = 0;
+    }
+    ucp_rx_drop_all(uc);
+    if (force && uc->fd >= 0) { /* no goodbye to order it after */
+        close(uc->fd);
+        uc->fd = -1;
+    }
+    if (uc->ep) {
+        if (!force && ucp_send_bye(uc) != 0)
+            force = 1;
+        /* UCX refuses to force-close endpoints without peer failure detection */
+        uc->close_req = ux_ep_close(uc->ep, force && !uc->eager);
+        uc->ep = NULL;
+        uc->close_at = now_ms();
+        /* What is in flight must let go of user buffers now: a forced close cancels it; else
+           it completes when the peer takes it, unless the peer is gone (then it never moves
+           again: UCX keeps it until exit) */
+        int wait = force && !(uc->eager && uc->gone);
+        while ((uc->ops || uc->close_req) && wait && now_ms() < uc->close_at + 2000) {
+            ux_progress();
+            if (uc->close_req && ux_close_done(uc->close_req))
+                uc->close_req = NULL;
+        }
+        if (wait && uc->ops)
+            PSCOM_LOG(2, "ucp: %u operations still in flight after closing a connection", uc->ops);
+    }
+    list_add(&closing, uc);
+    reap(uc);
+}
+
+static void ucp_close(pscom_con_t *con)
+{
+    uc_t *uc = pscom_con_transport_data(con);
+    pscom_con_set_transport(con, NULL, NULL);
+    if (uc)
+        uc_shutdown(uc);
+}
+
+static const pscom_con_ops_t ucp_ops = {
+    .write_start = ucp_write_start,
+    .close = ucp_close,
+    .rndv_pull = NULL, /* UCX does its own rendezvous; core's pushes where asked for */
+};
+
+/* ---- handshake ---- */
+
+/* FNV-1a over the blob with check = 0: UCX trusts worker addresses (a corrupt one trips its
+   assertions), so a blob that was garbled on the way must not reach it */
+static uint64_t blob_hash(const ucp_blob_t *b, const void *addr)
+{
+    ucp_blob_t h = *b;
+    h.check = 0;
+    uint64_t x = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < sizeof(h); i++)
+        x = (x ^ ((const unsigned char *)&h)[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < b->addr_len; i++)
+        x = (x ^ ((const unsigned char *)addr)[i]) * 0x100000001b3ull;
+    return x;
+}
+
+static size_t fill_blob(uc_t *uc, void *blob)
+{
+    size_t alen;
+    const void *addr = ux_address(&alen);
+    ucp_blob_t b = {.magic = BLOB_MAGIC, .addr_len = (uint32_t)alen, .id = uc->id};
+    b.check = blob_hash(&b, addr);
+    memcpy(blob, &b, sizeof(b));
+    memcpy((char *)blob + sizeof(b), addr, alen);
+    return sizeof(b) + alen;
+}
+
+/* Check a peer's blob and make our endpoint to its worker. 0, or -1 (logged). */
+static int uc_connect(uc_t *uc, pscom_con_t *con, const void *blob, size_t len)
+{
+    ucp_blob_t b;
+    if (len < sizeof(b)) {
+        PSCOM_LOG(2, "%s: ucp handshake blob too short (%zu bytes)", pscom_con_name(con), len);
+        return -1;
+    }
+    memcpy(&b, blob, sizeof(b));
+    if (b.magic != BLOB_MAGIC || b.addr_len == 0 || b.addr_len != len - sizeof(b) ||
+        b.check != blob_hash(&b, (const char *)blob + sizeof(b))) {
+        PSCOM_LOG(2, "%s: malformed ucp handshake blob (%zu bytes)", pscom_con_name(con), len);
+        return -1;
+    }
+    /* UCX parses the address without a length: give it zeros past the end, not our stack */
+    unsigned char *addr = calloc(1, b.addr_len + 256);
+    if (!addr)
+        return -1;
+    memcpy(addr, (const char *)blob + sizeof(b), b.addr_len);
+    char why[256];
+    uc->peer_id = b.id;
+    int peer_mode;
+    uc->ep = ux_ep_create(addr, uc, &peer_mode, why, sizeof(why));
+    free(addr);
+    if (!uc->ep) {
+        PSCOM_LOG(2, "%s: ucp cannot reach the peer: %s", pscom_con_name(con), why);
+        return -1;
+    }
+    /* Without peer failure detection (UCX's shared memory transports) UCX aborts the process
+       when the peer dies during a single-copy (cma) rendezvous: send everything eager there */
+    uc->eager = !peer_mode;
+    if (!peer_mode)
+        PSCOM_LOG(4, "%s: ucp endpoint without UCX peer failure detection: eager only",
+                  pscom_con_name(con));
+    ux_progress(); /* an unreachable peer may show at once */
+    if (uc->ep_err) {
+        PSCOM_LOG(2, "%s: ucp endpoint failed: %s", pscom_con_name(con), uc->ep_err);
+        return -1;
+    }
+    return 0;
+}
+
+static int ucp_offer(pscom_con_t *con, void *blob, size_t *len)
+{
+    size_t alen;
+    ux_address(&alen);
+    if (sizeof(ucp_blob_t) + alen > PSCOM_HS_BLOB_MAX) {
+        PSCOM_LOG(2, "%s: ucp worker address of %zu bytes does not fit the handshake (%d)",
+                  pscom_con_name(con), alen, PSCOM_HS_BLOB_MAX);
+        return -1;
+    }
+    uc_t *uc = uc_new(con);
+    if (!uc)
+        return -1;
+    *len = fill_blob(uc, blob);
+    pscom_con_set_transport(con, NULL, uc); /* pending until start or abort */
+    return 0;
+}
+
+static int ucp_accept(pscom_con_t *con, const void *offer, size_t offer_len, void *blob,
+                      size_t *len)
+{
+    *len = 0;
+    size_t alen;
+    ux_address(&alen);
+    if (sizeof(ucp_blob_t) + alen > PSCOM_HS_BLOB_MAX)
+        return -1;
+    uc_t *uc = uc_new(con);
+    if (!uc)
+        return -1;
+    if (uc_connect(uc, con, offer, offer_len) != 0) {
+        uc_shutdown(uc);
+        return -1;
+    }
+    *len = fill_blob(uc, blob);
+    pscom_con_set_transport(con, NULL, uc);
+    return 0;
+}
+
+static int ucp_finish(pscom_con_t *con, const void *reply, size_t reply_len)
+{
+    return uc_connect(pscom_con_transport_data(con), con, reply, reply_len);
+}
+
+static void ucp_abort(pscom_con_t *con)
+{
+    uc_t *uc = pscom_con_transport_data(con);
+    pscom_con_set_transport(con, NULL, NULL);
+    if (uc)
+        uc_shutdown(uc);
+}
+
+static void ucp_start(pscom_con_t *con, int fd)
+{
+    uc_t *uc = pscom_con_transport_data(con);
+    uc->fd = fd;
+    uc->ufd = (pscom_ufd_t){.fd = fd, .events = EPOLLIN, .handler = hup_handler, .priv = uc};
+    uc->ufd_on = pscom_ufd_add(&uc->ufd) == 0;
+    uc->started = 1;
+    list_add(&active, uc);
+    pscom_con_set_transport(con, &ucp_ops, uc);
+    if (uc->rx_head || uc->ep_err)
+        ucp_work_add(uc); /* arrived before the handshake ended */
+}
+
+/* ---- plugin ---- */
+
+static int ucp_init(void)
+{
+    char why[200];
+    if (ux_init(ucp_on_recv, on_ep_error, &ucp_max_header, why, sizeof(why)) != 0) {
+        const char *tls = getenv("UCX_TLS");
+        pscom_plugin_set_status("ucp", "UCX not usable: %s%s%s", why, tls ? ", UCX_TLS=" : "",
+                                tls ? tls : "");
+        return -1;
+    }
+    return 0;
+}
+
+static void ucp_destroy(void)
+{
+    /* connections core left open (it closes its own before): drop them */
+    while (active.next != &active) {
+        uc_t *uc = active.next;
+        if (uc->con)
+            pscom_con_set_transport(uc->con, NULL, NULL);
+        uc_shutdown(uc);
+    }
+    /* let the endpoint closes (flushes of the last messages) finish, briefly; those to peers
+       that are gone may never */
+    uint64_t until = now_ms() + 1000;
+    for (;;) {
+        int waiting = 0;
+        for (uc_t *uc = closing.next; uc != &closing; uc = uc->next)
+            waiting |= !uc->gone;
+        if (!waiting || now_ms() >= until)
+            break;
+        ux_progress();
+        reap_closing();
+    }
+    for (uc_t *uc = closing.next; uc != &closing; uc = uc->next)
+        if (uc->close_req) {
+            ux_close_forget(uc->close_req);
+            uc->close_req = NULL;
+        }
+    if (poller_on) {
+        pscom_poller_del(&poller);
+        if (efd_ufd.fd >= 0)
+            pscom_ufd_del(&efd_ufd);
+        poller_on = 0;
+    }
+    ux_destroy(); /* cancels what is left; its callbacks run now or never */
+    while (closing.next != &closing) {
+        uc_t *uc = closing.next;
+        list_del(uc);
+        work_del(uc);
+        if (uc->fd >= 0)
+            close(uc->fd);
+        free(uc->tx_hbuf);
+        free(uc);
+    }
+    free(ids);
+    ids = NULL;
+    n_ids = id_free = 0;
+}
+
+PSCOM_PLUGIN_API const pscom_plugin_t pscom_plugin_ucp = {
+    .name = "ucp",
+    .api_version = PSCOM_PLUGIN_API_VERSION,
+    .priority = 50,
+    .rendezvous = SIZE_MAX, /* UCX does its own */
+    .env = ucp_env,
+    .init = ucp_init,
+    .destroy = ucp_destroy,
+    .con_offer = ucp_offer,
+    .con_accept = ucp_accept,
+    .con_finish = ucp_finish,
+    .con_abort = ucp_abort,
+    .con_start = ucp_start,
+};

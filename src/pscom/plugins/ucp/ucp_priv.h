@@ -1,0 +1,100 @@
+/*
+ * Internals of the ucp transport shared by its glue (ucp.c: handshake, connection life,
+ * progress) and its byte stream (ucp_stream.c: sending, receiving, feeding core).
+ */
+#ifndef UCP_PRIV_H_INCLUDED
+#define UCP_PRIV_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+#include "pscom_plugin.h"
+#include "ucp_ucx.h"
+
+/* PSP_UCP_* (ucp.c) */
+extern struct ucp_cfg {
+    size_t small;
+    int direct;
+    unsigned hup_ms;
+} ucp_cfg;
+
+extern size_t ucp_max_header; /* largest active message header UCX takes here */
+
+enum { K_DATA = 1, K_BYE = 2 }; /* ucp_hdr_t.kind */
+
+/* The active message header; the first hlen bytes of the stream follow it in the header (the
+   pscom header and xheader of a large message: the receiver matches before fetching the data) */
+typedef struct ucp_hdr {
+    uint64_t id; /* the receiver's connection id */
+    uint32_t seq;
+    uint16_t kind;
+    uint16_t hlen;
+} ucp_hdr_t;
+
+enum { RX_NEW, RX_FETCHING, RX_FETCHED, RX_FAILED };
+enum { TX_IDLE, TX_BUSY, TX_DONE, TX_FAILED };
+
+typedef struct uc uc_t;
+
+typedef struct rx rx_t;
+struct rx {
+    ux_op_t op; /* the fetch of a rendezvous payload */
+    rx_t *next;
+    uc_t *uc;
+    uint32_t seq, kind;
+    int rndv, state;
+    void *data; /* the payload (eager) or UCX's descriptor (rendezvous) */
+    size_t len;
+    unsigned char *pre; /* hlen stream bytes from the header, fed before the payload */
+    size_t pre_len;
+    void *tmp; /* rendezvous payload fetched here when there is no receive buffer for it */
+    const char *err;
+};
+
+struct uc {
+    uc_t *next, *prev;   /* started connections, or closing ones */
+    uc_t *wnext, *wprev; /* work list: something to do in the next poll */
+    pscom_con_t *con;
+    ux_ep_t *ep;
+    uint64_t id, peer_id;
+    uint32_t tx_seq, rx_seq;
+    ux_op_t tx_op;          /* the send of a user buffer in flight */
+    unsigned char *tx_hbuf; /* its header (ucp_hdr_t + pscom header and xheader) */
+    size_t tx_len;
+    int tx_state;
+    const char *tx_err;
+    rx_t *rx_head, *rx_tail; /* arrived, not fed yet, by seq */
+    rx_t *rx_cur;            /* taken from rx_head: its rendezvous payload is being fetched */
+    unsigned ops;            /* UCX operations in flight that point into this */
+    pscom_ufd_t ufd;
+    int fd, ufd_on;
+    uint64_t hup_at; /* ms: when the handshake socket closed; 0: open */
+    const char *ep_err;
+    void *close_req;
+    uint64_t close_at;
+    int eager; /* no UCX rendezvous: the endpoint has no peer failure detection */
+    int gone;  /* closed after the peer went away */
+    int started, busy, dead, bye, on_work, on_list;
+};
+
+#define container_of(p, type, member) ((type *)((char *)(p)-offsetof(type, member)))
+
+/* ucp.c */
+uc_t *ucp_id_find(uint64_t id);
+void ucp_work_add(uc_t *uc); /* uc has something to do in the next poll */
+/* The connection failed (no-op once it is closed): core closes it. */
+void ucp_fail(uc_t *uc, pscom_op_t op, pscom_err_t err, const char *why);
+
+/* ucp_stream.c */
+void ucp_stream_init(uc_t *uc);
+/* UCX's active message callback (see ux_recv_fn) */
+int ucp_on_recv(const void *hdr, size_t hlen, void *data, size_t len, int rndv);
+/* Send what core has queued, as far as it goes. */
+void ucp_write(uc_t *uc);
+/* Handle completions and feed what arrived in order. Nonzero if anything happened. */
+int ucp_service(uc_t *uc);
+/* The goodbye after the last data. 0, or -1. */
+int ucp_send_bye(uc_t *uc);
+/* Drop what arrived and was not fed (at close). */
+void ucp_rx_drop_all(uc_t *uc);
+
+#endif

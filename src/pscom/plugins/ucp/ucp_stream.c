@@ -1,0 +1,336 @@
+/*
+ * ucp transport, the byte stream: core's messages as UCX active messages and back. One active
+ * message per pscom message: small ones (PSP_UCP_SMALL) copied, so the send completes at once;
+ * of a larger one the pscom header and xheader ride in the active message header and the data
+ * goes in place (UCX's zero-copy rendezvous where it has one), the send completing when UCX is
+ * done with the buffer. The receiver finds the connection by the id in the header, restores
+ * the order by the sequence number, feeds core, and fetches a rendezvous payload straight into
+ * the matched receive buffer. UCX callbacks only record; ucp_service() does the rest.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "ucp_priv.h"
+
+typedef struct bounce {
+    ux_op_t op;
+    ucp_hdr_t hdr;
+    unsigned char data[];
+} bounce_t;
+
+static void rx_free(rx_t *rx)
+{
+    if (rx->data)
+        ux_release(rx->data); /* a payload, or a rendezvous descriptor: completes the sender */
+    free(rx->tmp);
+    free(rx);
+}
+
+/* ---- UCX callbacks: record only ---- */
+
+int ucp_on_recv(const void *hdr, size_t hlen, void *data, size_t len, int rndv)
+{
+    ucp_hdr_t h;
+    if (hlen < sizeof(h)) {
+        PSCOM_LOG(2, "ucp: dropped a message with a %zu byte header", hlen);
+        return 0;
+    }
+    memcpy(&h, hdr, sizeof(h));
+    uc_t *uc = ucp_id_find(h.id);
+    if (!uc || uc->dead)
+        return 0; /* for a connection closed meanwhile */
+    if (h.hlen != hlen - sizeof(h)) {
+        uc->ep_err = "malformed ucp message header";
+        ucp_work_add(uc);
+        return 0;
+    }
+    rx_t *rx = calloc(1, sizeof(*rx) + h.hlen);
+    if (!rx) {
+        uc->ep_err = "out of memory";
+        ucp_work_add(uc);
+        return 0;
+    }
+    *rx = (rx_t){.uc = uc,
+                 .seq = h.seq,
+                 .kind = h.kind,
+                 .rndv = rndv,
+                 .data = data,
+                 .len = len,
+                 .pre = (unsigned char *)(rx + 1),
+                 .pre_len = h.hlen};
+    memcpy(rx->pre, (const char *)hdr + sizeof(h), h.hlen);
+    /* in order almost always: append; else find the place */
+    if (!uc->rx_head || (int32_t)(h.seq - uc->rx_tail->seq) > 0) {
+        if (uc->rx_head)
+            uc->rx_tail->next = rx;
+        else
+            uc->rx_head = rx;
+        uc->rx_tail = rx;
+    } else {
+        rx_t **pp = &uc->rx_head;
+        while ((int32_t)((*pp)->seq - h.seq) < 0)
+            pp = &(*pp)->next;
+        rx->next = *pp;
+        *pp = rx;
+    }
+    if (uc->started)
+        ucp_work_add(uc);
+    return 1;
+}
+
+static void tx_done(ux_op_t *op, const char *err)
+{
+    uc_t *uc = container_of(op, uc_t, tx_op);
+    uc->ops--;
+    uc->tx_state = err ? TX_FAILED : TX_DONE;
+    uc->tx_err = err;
+    if (!uc->dead) {
+        ucp_work_add(uc);
+    } else {
+        free(uc->tx_hbuf);
+        uc->tx_hbuf = NULL;
+    }
+}
+
+static void rx_done(ux_op_t *op, const char *err)
+{
+    rx_t *rx = container_of(op, rx_t, op);
+    uc_t *uc = rx->uc;
+    uc->ops--;
+    if (uc->dead) { /* dropped from the queue at close: ours now */
+        rx_free(rx);
+        return;
+    }
+    rx->state = err ? RX_FAILED : RX_FETCHED;
+    rx->err = err;
+    ucp_work_add(uc);
+}
+
+static void bounce_done(ux_op_t *op, const char *err)
+{
+    (void)err; /* the endpoint's error handler reports failures */
+    free(container_of(op, bounce_t, op));
+}
+
+/* ---- send ---- */
+
+/* Copy n iov entries (len bytes) into one message of the given kind. 0, or -1 (failed). */
+static int send_copy(uc_t *uc, const struct iovec *iov, int n, size_t len, uint32_t kind)
+{
+    bounce_t *b = malloc(sizeof(*b) + len);
+    if (!b) {
+        ucp_fail(uc, PSCOM_OP_WRITE, PSCOM_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    b->op.done = bounce_done;
+    b->hdr = (ucp_hdr_t){.id = uc->peer_id, .seq = uc->tx_seq++, .kind = kind};
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        memcpy(b->data + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    const char *why = NULL;
+    int r = ux_send(uc->ep, &b->hdr, sizeof(b->hdr), b->data, len, uc->eager, &b->op, &why);
+    if (r <= 0)
+        free(b);
+    if (r < 0) {
+        ucp_fail(uc, PSCOM_OP_WRITE, PSCOM_ERR_IOERROR, why);
+        return -1;
+    }
+    return 0;
+}
+
+void ucp_write(uc_t *uc)
+{
+    struct iovec iov[3];
+    int n;
+    while (!uc->dead && uc->tx_state == TX_IDLE && (n = pscom_write_get_iov(uc->con, iov)) > 0) {
+        size_t total = 0;
+        for (int i = 0; i < n; i++)
+            total += iov[i].iov_len;
+        if (total <= ucp_cfg.small) {
+            if (send_copy(uc, iov, n, total, K_DATA) != 0)
+                return;
+            pscom_write_done(uc->con, total);
+            continue;
+        }
+        /* large: the data in place, what precedes it (header, xheader) in the message header;
+           where that does not fit, it goes ahead by copy */
+        size_t pre = total - iov[n - 1].iov_len;
+        if (pre > UINT16_MAX || sizeof(ucp_hdr_t) + pre > ucp_max_header) {
+            if (send_copy(uc, iov, n - 1, pre, K_DATA) != 0)
+                return;
+            pscom_write_done(uc->con, pre);
+            continue;
+        }
+        unsigned char *hb = malloc(sizeof(ucp_hdr_t) + pre);
+        if (!hb) {
+            ucp_fail(uc, PSCOM_OP_WRITE, PSCOM_ERR_NOMEM, "out of memory");
+            return;
+        }
+        ucp_hdr_t h = {
+            .id = uc->peer_id, .seq = uc->tx_seq++, .kind = K_DATA, .hlen = (uint16_t)pre};
+        memcpy(hb, &h, sizeof(h));
+        for (int i = 0, off = sizeof(h); i < n - 1; off += (int)iov[i].iov_len, i++)
+            memcpy(hb + off, iov[i].iov_base, iov[i].iov_len);
+        const char *why = NULL;
+        int r = ux_send(uc->ep, hb, sizeof(h) + pre, iov[n - 1].iov_base, iov[n - 1].iov_len,
+                        uc->eager, &uc->tx_op, &why);
+        if (r <= 0)
+            free(hb);
+        if (r < 0) {
+            ucp_fail(uc, PSCOM_OP_WRITE, PSCOM_ERR_IOERROR, why);
+            return;
+        }
+        if (r == 0) {
+            pscom_write_done(uc->con, total);
+            continue;
+        }
+        /* the request completes when UCX no longer needs the user's buffer */
+        uc->tx_hbuf = hb;
+        uc->tx_len = total;
+        uc->tx_state = TX_BUSY;
+        uc->ops++;
+    }
+}
+
+/* ---- receive ---- */
+
+/* Start fetching a rendezvous payload: into the receive buffer if core has one for all of it. */
+static void rx_fetch(uc_t *uc, rx_t *rx)
+{
+    void *buf = NULL;
+    size_t direct = ucp_cfg.direct ? pscom_read_direct_buf(uc->con, &buf) : 0;
+    if (direct < rx->len) {
+        rx->tmp = malloc(rx->len ? rx->len : 1);
+        if (!rx->tmp) {
+            rx->state = RX_FAILED;
+            rx->err = "out of memory";
+            return;
+        }
+        buf = rx->tmp;
+    }
+    rx->op.done = rx_done;
+    rx->state = RX_FETCHING;
+    const char *why = NULL;
+    int r = ux_recv(rx->data, buf, rx->len, &rx->op, &why);
+    rx->data = NULL; /* UCX owns the descriptor now */
+    if (r == 0) {
+        rx->state = RX_FETCHED;
+    } else if (r < 0) {
+        rx->state = RX_FAILED;
+        rx->err = why;
+    } else {
+        uc->ops++;
+    }
+}
+
+/* Feed what arrived in order. Nonzero if anything was fed. Each message is taken off the queue
+   before core sees it: feeding may close the connection, which drops the queue. */
+static int uc_drain(uc_t *uc)
+{
+    int made = 0;
+    while (!uc->dead) {
+        rx_t *rx = uc->rx_cur;
+        if (rx) { /* a rendezvous payload */
+            if (rx->state == RX_FETCHING)
+                break;
+            uc->rx_cur = NULL;
+            made = 1;
+            if (rx->state == RX_FAILED)
+                ucp_fail(uc, PSCOM_OP_READ, PSCOM_ERR_IOERROR, rx->err);
+            else if (rx->tmp)
+                pscom_read_feed(uc->con, rx->tmp, rx->len);
+            else
+                pscom_read_direct_done(uc->con, rx->len);
+            rx_free(rx);
+            continue;
+        }
+        rx = uc->rx_head;
+        if (!rx || rx->seq != uc->rx_seq)
+            break;
+        uc->rx_head = rx->next;
+        uc->rx_seq++;
+        made = 1;
+        if (rx->kind != K_DATA) {
+            uint32_t kind = rx->kind;
+            rx_free(rx);
+            if (kind == K_BYE) {
+                uc->bye = 1;
+                ucp_fail(uc, PSCOM_OP_READ, PSCOM_ERR_IOERROR, "peer closed the connection");
+            } else {
+                ucp_fail(uc, PSCOM_OP_READ, PSCOM_ERR_PROTOCOL, "unknown ucp message kind");
+            }
+            break;
+        }
+        if (rx->pre_len) {
+            pscom_read_feed(uc->con, rx->pre, rx->pre_len);
+            if (uc->dead) {
+                rx_free(rx);
+                break;
+            }
+        }
+        if (!rx->rndv) {
+            if (rx->len)
+                pscom_read_feed(uc->con, rx->data, rx->len);
+            rx_free(rx);
+            continue;
+        }
+        uc->rx_cur = rx;
+        rx_fetch(uc, rx);
+    }
+    return made;
+}
+
+void ucp_rx_drop_all(uc_t *uc)
+{
+    rx_t *rx = uc->rx_head;
+    uc->rx_head = uc->rx_tail = NULL;
+    while (rx) {
+        rx_t *next = rx->next;
+        rx_free(rx);
+        rx = next;
+    }
+    rx = uc->rx_cur;
+    uc->rx_cur = NULL;
+    if (rx && rx->state != RX_FETCHING) /* a fetch in flight frees itself (rx_done) */
+        rx_free(rx);
+}
+
+/* ---- what the glue calls ---- */
+
+int ucp_service(uc_t *uc)
+{
+    int made = 0;
+    if (uc->tx_state == TX_DONE || uc->tx_state == TX_FAILED) {
+        free(uc->tx_hbuf);
+        uc->tx_hbuf = NULL;
+    }
+    if (uc->tx_state == TX_DONE) {
+        uc->tx_state = TX_IDLE;
+        pscom_write_done(uc->con, uc->tx_len);
+        made = 1;
+    } else if (uc->tx_state == TX_FAILED) {
+        ucp_fail(uc, PSCOM_OP_WRITE, PSCOM_ERR_IOERROR, uc->tx_err);
+        return 1;
+    }
+    if (!uc->dead)
+        made |= uc_drain(uc);
+    if (!uc->dead && uc->tx_state == TX_IDLE && pscom_write_pending(uc->con))
+        ucp_write(uc);
+    if (!uc->dead && uc->ep_err && !uc->bye) {
+        ucp_fail(uc, PSCOM_OP_READ, PSCOM_ERR_IOERROR, uc->ep_err);
+        made = 1;
+    }
+    return made;
+}
+
+int ucp_send_bye(uc_t *uc)
+{
+    struct iovec none = {NULL, 0};
+    return send_copy(uc, &none, 0, 0, K_BYE);
+}
+
+void ucp_stream_init(uc_t *uc)
+{
+    uc->tx_op.done = tx_done;
+}

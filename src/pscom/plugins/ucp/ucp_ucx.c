@@ -1,0 +1,256 @@
+/* Thin wrapper of UCX's UCP API for the ucp transport (see ucp_ucx.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <ucp/api/ucp.h>
+#include <ucs/debug/log_def.h>
+#include "ucp_ucx.h"
+
+#define AM_ID 7 /* our one active message id (UCX keeps handlers in an array by id) */
+
+static struct {
+    ucp_context_h ctx;
+    ucp_worker_h worker;
+    ucp_address_t *addr;
+    size_t addr_len;
+    int efd;
+    ux_recv_fn on_recv;
+    ux_ep_error_fn on_error;
+} ux = {.efd = -1};
+
+/* UCX's own error and warning lines during a call we expect may fail: kept as the reason
+   instead of printed */
+static char captured[200];
+
+static ucs_log_func_rc_t capture(const char *file, unsigned line, const char *function,
+                                 ucs_log_level_t level, const ucs_log_component_config_t *comp,
+                                 const char *fmt, va_list ap)
+{
+    (void)file;
+    (void)line;
+    (void)function;
+    (void)comp;
+    if (level > UCS_LOG_LEVEL_WARN)
+        return UCS_LOG_FUNC_RC_CONTINUE;
+    if (!captured[0] || level == UCS_LOG_LEVEL_ERROR)
+        vsnprintf(captured, sizeof(captured), fmt, ap);
+    return UCS_LOG_FUNC_RC_STOP;
+}
+
+static void capture_begin(void)
+{
+    captured[0] = '\0';
+    ucs_log_push_handler(capture);
+}
+
+static void capture_end(const char *what, ucs_status_t st, char *why, size_t whylen)
+{
+    ucs_log_pop_handler();
+    if (why && st != UCS_OK)
+        snprintf(why, whylen, "%s%s%s", what, ucs_status_string(st), captured[0] ? " (" : "");
+    if (why && st != UCS_OK && captured[0])
+        snprintf(why + strlen(why), whylen - strlen(why), "%s)", captured);
+}
+
+static ucs_status_t am_cb(void *arg, const void *header, size_t header_length, void *data,
+                          size_t length, const ucp_am_recv_param_t *param)
+{
+    (void)arg;
+    int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+    int keep = ux.on_recv(header, header_length, data, length, rndv);
+    /* UCP_AM_FLAG_PERSISTENT_DATA: eager data can always be kept */
+    return keep ? UCS_INPROGRESS : UCS_OK;
+}
+
+static void ep_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    (void)ep;
+    ux.on_error(arg, ucs_status_string(status));
+}
+
+void ux_destroy(void)
+{
+    if (ux.addr)
+        ucp_worker_release_address(ux.worker, ux.addr);
+    if (ux.worker)
+        ucp_worker_destroy(ux.worker);
+    if (ux.ctx)
+        ucp_cleanup(ux.ctx);
+    ux.addr = NULL;
+    ux.worker = NULL;
+    ux.ctx = NULL;
+    ux.efd = -1;
+}
+
+static int failed(const char *what, ucs_status_t st, char *why, size_t whylen)
+{
+    snprintf(why, whylen, "%s: %s", what, ucs_status_string(st));
+    ux_destroy();
+    return -1;
+}
+
+int ux_init(ux_recv_fn on_recv, ux_ep_error_fn on_error, size_t *max_header, char *why,
+            size_t whylen)
+{
+    ucp_config_t *config;
+    ucs_status_t st = ucp_config_read(NULL, NULL, &config);
+    if (st != UCS_OK)
+        return failed("ucp_config_read", st, why, whylen);
+    ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME,
+                           .features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
+                           .name = "pscom"};
+    capture_begin();
+    st = ucp_init(&params, config, &ux.ctx);
+    capture_end("ucp_init: ", st, why, whylen);
+    ucp_config_release(config);
+    if (st != UCS_OK) {
+        ux.ctx = NULL;
+        ux_destroy();
+        return -1;
+    }
+    /* pscom serialises all calls (its lock), possibly from several threads */
+    ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+                              .thread_mode = UCS_THREAD_MODE_SERIALIZED};
+    st = ucp_worker_create(ux.ctx, &wp, &ux.worker);
+    if (st != UCS_OK) {
+        ux.worker = NULL;
+        return failed("ucp_worker_create", st, why, whylen);
+    }
+    ux.on_recv = on_recv;
+    ux.on_error = on_error;
+    ucp_am_handler_param_t hp = {
+        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                      UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
+        .id = AM_ID,
+        .cb = am_cb,
+        .arg = NULL,
+        .flags = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA};
+    st = ucp_worker_set_am_recv_handler(ux.worker, &hp);
+    if (st != UCS_OK)
+        return failed("ucp_worker_set_am_recv_handler", st, why, whylen);
+    st = ucp_worker_get_efd(ux.worker, &ux.efd);
+    if (st != UCS_OK)
+        return failed("ucp_worker_get_efd", st, why, whylen);
+    st = ucp_worker_get_address(ux.worker, &ux.addr, &ux.addr_len);
+    if (st != UCS_OK) {
+        ux.addr = NULL;
+        return failed("ucp_worker_get_address", st, why, whylen);
+    }
+    ucp_worker_attr_t attr = {.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER};
+    st = ucp_worker_query(ux.worker, &attr);
+    *max_header = st == UCS_OK ? attr.max_am_header : 0;
+    return 0;
+}
+
+const void *ux_address(size_t *len)
+{
+    *len = ux.addr_len;
+    return ux.addr;
+}
+
+int ux_efd(void)
+{
+    return ux.efd;
+}
+
+unsigned ux_progress(void)
+{
+    return ucp_worker_progress(ux.worker);
+}
+
+int ux_arm(void)
+{
+    return ucp_worker_arm(ux.worker) == UCS_OK ? 0 : 1;
+}
+
+ux_ep_t *ux_ep_create(const void *addr, void *user, int *peer_mode, char *why, size_t whylen)
+{
+    ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                                       UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                                       UCP_EP_PARAM_FIELD_ERR_HANDLER,
+                         .address = addr,
+                         .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+                         .err_handler = {.cb = ep_err_cb, .arg = user}};
+    ucp_ep_h ep;
+    capture_begin();
+    ucs_status_t st = ucp_ep_create(ux.worker, &p, &ep);
+    *peer_mode = st == UCS_OK;
+    if (st != UCS_OK) {
+        /* e.g. UCX's shared memory transports cannot detect peer failure */
+        p.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+        p.field_mask &= ~(uint64_t)UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        st = ucp_ep_create(ux.worker, &p, &ep);
+    }
+    capture_end("", st, why, whylen);
+    return st == UCS_OK ? (ux_ep_t *)ep : NULL;
+}
+
+void *ux_ep_close(ux_ep_t *ep, int force)
+{
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                             .flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0};
+    ucs_status_ptr_t r = ucp_ep_close_nbx((ucp_ep_h)ep, &p);
+    return UCS_PTR_IS_PTR(r) ? r : NULL;
+}
+
+int ux_close_done(void *handle)
+{
+    if (ucp_request_check_status(handle) == UCS_INPROGRESS)
+        return 0;
+    ucp_request_free(handle);
+    return 1;
+}
+
+void ux_close_forget(void *handle)
+{
+    ucp_request_free(handle);
+}
+
+static void send_cb(void *request, ucs_status_t status, void *user_data)
+{
+    ux_op_t *op = user_data;
+    ucp_request_free(request);
+    op->done(op, status == UCS_OK ? NULL : ucs_status_string(status));
+}
+
+static void recv_cb(void *request, ucs_status_t status, size_t length, void *user_data)
+{
+    (void)length;
+    send_cb(request, status, user_data);
+}
+
+static int started(ucs_status_ptr_t r, const char **why)
+{
+    if (r == NULL)
+        return 0;
+    if (UCS_PTR_IS_ERR(r)) {
+        *why = ucs_status_string(UCS_PTR_STATUS(r));
+        return -1;
+    }
+    return 1;
+}
+
+int ux_send(ux_ep_t *ep, const void *hdr, size_t hlen, const void *data, size_t len, int eager,
+            ux_op_t *op, const char **why)
+{
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                             UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
+                             .cb.send = send_cb,
+                             .user_data = op,
+                             .flags = eager ? UCP_AM_SEND_FLAG_EAGER : 0};
+    return started(ucp_am_send_nbx((ucp_ep_h)ep, AM_ID, hdr, hlen, data, len, &p), why);
+}
+
+int ux_recv(void *desc, void *buf, size_t len, ux_op_t *op, const char **why)
+{
+    ucp_request_param_t p = {.op_attr_mask =
+                                 UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+                             .cb.recv_am = recv_cb,
+                             .user_data = op};
+    return started(ucp_am_recv_data_nbx(ux.worker, desc, buf, len, &p), why);
+}
+
+void ux_release(void *data)
+{
+    ucp_am_data_release(ux.worker, data);
+}

@@ -1,0 +1,65 @@
+/*
+ * Thin wrapper of the UCX UCP calls the ucp transport uses: one context and one worker per
+ * process, active messages of one id, endpoints from worker addresses, wakeup fd. No pscom here.
+ *
+ * Callbacks (a message arrived, an operation completed, an endpoint failed) only ever run
+ * inside ux_progress() (and the other ux_* calls that may progress); they must not call back
+ * into UCX beyond ux_release().
+ */
+#ifndef UCP_UCX_H_INCLUDED
+#define UCP_UCX_H_INCLUDED
+
+#include <stddef.h>
+
+typedef struct ux_ep ux_ep_t; /* a ucp_ep_h */
+
+/* An operation in flight: done() runs once, err NULL on success, else UCX's reason. */
+typedef struct ux_op ux_op_t;
+struct ux_op {
+    void (*done)(ux_op_t *op, const char *err);
+};
+
+/* A message arrived: hdr/hlen the sender's header, data/len the payload. rndv: data is a
+   descriptor for ux_recv() (len bytes to fetch), else the payload itself. Return 1 to keep
+   data (later ux_release() or ux_recv()), 0 to drop it (a dropped rndv completes the sender). */
+typedef int (*ux_recv_fn)(const void *hdr, size_t hlen, void *data, size_t len, int rndv);
+/* The endpoint created with this user pointer failed (peer gone or unreachable). */
+typedef void (*ux_ep_error_fn)(void *user, const char *why);
+
+/* ucp_init + worker. 0, or -1 with the reason in why. *max_header: the largest hdr ux_send
+   takes. */
+int ux_init(ux_recv_fn on_recv, ux_ep_error_fn on_error, size_t *max_header, char *why,
+            size_t whylen);
+void ux_destroy(void);
+/* This worker's address (valid until ux_destroy). */
+const void *ux_address(size_t *len);
+/* The wakeup fd (EPOLLIN when there is something to progress after ux_arm()). */
+int ux_efd(void);
+/* One ucp_worker_progress; nonzero if anything happened. */
+unsigned ux_progress(void);
+/* Arm the wakeup fd before blocking: 0 armed, 1 events are pending (do not block). */
+int ux_arm(void);
+
+/* Endpoint to the worker at addr (trusted to be a UCP worker address). NULL: why says why.
+   *peer_mode: 1 if UCX detects the peer's failure on it (errors go to on_error), 0 if its
+   transports cannot (UCX's shared memory ones). */
+ux_ep_t *ux_ep_create(const void *addr, void *user, int *peer_mode, char *why, size_t whylen);
+/* Close: force drops what is in flight (its operations complete with an error). Returns NULL
+   when closed at once, else a handle for ux_close_done(). */
+void *ux_ep_close(ux_ep_t *ep, int force);
+/* 1 when the close is complete (the handle is then released), else 0. */
+int ux_close_done(void *handle);
+/* Stop waiting for a close (at exit): the handle is released when it completes. */
+void ux_close_forget(void *handle);
+
+/* Send hdr+data as one active message; eager: never by UCX's rendezvous. hdr and data must stay
+   valid until completion. 0: complete now (op->done is not called), 1: op->done follows,
+   -1: failed (why set). */
+int ux_send(ux_ep_t *ep, const void *hdr, size_t hlen, const void *data, size_t len, int eager,
+            ux_op_t *op, const char **why);
+/* Fetch the payload of a kept rndv message into buf (len bytes). Same returns as ux_send. */
+int ux_recv(void *desc, void *buf, size_t len, ux_op_t *op, const char **why);
+/* Give back the payload of a kept (non-rndv) message. */
+void ux_release(void *data);
+
+#endif
