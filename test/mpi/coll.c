@@ -10,16 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-static int wrank, ntest;
+#include "tap_mpi.h"
 
-static void check(int ok, const char *what)
-{
-    int all;
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (wrank == 0)
-        printf("%s %d - %s\n", all ? "ok" : "not ok", ++ntest, what);
-    fflush(stdout);
-}
+static int wrank;
 
 static int val(int r, int i)
 {

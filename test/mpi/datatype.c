@@ -12,18 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tap_mpi.h"
+
 enum { GUARD = 64, SENT = 0xee, MAXC = 8 };
 
-static int rank, size, to, from, ntest;
-
-static void check(int ok, const char *what)
-{
-    int all;
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("%s %d - %s\n", all ? "ok" : "not ok", ++ntest, what);
-    fflush(stdout);
-}
+static int rank, size, to, from;
 
 static unsigned char pat(int r, size_t p)
 {

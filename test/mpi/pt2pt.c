@@ -11,16 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, size, ntest;
+#include "tap_mpi.h"
 
-static void check(int ok, const char *what)
-{
-    int all;
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("%s %d - %s\n", all ? "ok" : "not ok", ++ntest, what);
-    fflush(stdout);
-}
+static int rank, size;
 
 /* for tests between rank pairs (rank ^ 1): with one rank there is nothing to test */
 static void check_pair(int ok, const char *what)

@@ -10,16 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int rank, size, ntest;
+#include "tap_mpi.h"
 
-static void check(int ok, const char *what)
-{
-    int all;
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("%s %d - %s\n", all ? "ok" : "not ok", ++ntest, what);
-    fflush(stdout);
-}
+static int rank, size;
 
 /* the distinct ranks among left and right neighbour (one rank: itself) */
 static void neighbours(MPI_Group *g)

@@ -9,17 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int ntest;
-
-static void report(MPI_Comm comm, int ok, const char *what)
-{
-    int all, rank;
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, comm);
-    MPI_Comm_rank(comm, &rank);
-    if (rank == 0)
-        printf("%s %d - %s\n", all ? "ok" : "not ok", ++ntest, what);
-    fflush(stdout);
-}
+#include "tap_mpi.h"
 
 int main(int argc, char **argv)
 {
@@ -79,7 +69,7 @@ int main(int argc, char **argv)
     ok &= n == size + 2;
     MPI_Comm_free(&merged);
     MPI_Comm_disconnect(&inter);
-    report(MPI_COMM_WORLD, ok, "MPI_Comm_spawn of 2, intercomm messages, merge + allreduce");
+    check(ok, "MPI_Comm_spawn of 2, intercomm messages, merge + allreduce");
 
     /* two commands into one new world */
     char *cmds[2] = {argv[0], argv[0]};
@@ -102,8 +92,7 @@ int main(int argc, char **argv)
         }
     }
     MPI_Comm_disconnect(&inter);
-    report(MPI_COMM_WORLD, ok,
-           "MPI_Comm_spawn_multiple of 2 commands (1 + 2 processes, own arguments each)");
+    check(ok, "MPI_Comm_spawn_multiple of 2 commands (1 + 2 processes, own arguments each)");
 
     /* connect/accept between the two halves of the world */
     if (size < 2) {
@@ -135,12 +124,12 @@ int main(int argc, char **argv)
                      MPI_STATUS_IGNORE);
     if (hrank < rsize)
         ok &= color ? theirs == hrank + size / 2 : theirs == hrank;
-    report(MPI_COMM_WORLD, ok, "MPI_Open_port / MPI_Comm_accept / MPI_Comm_connect");
+    check(ok, "MPI_Open_port / MPI_Comm_accept / MPI_Comm_connect");
     MPI_Comm_disconnect(&inter);
     MPI_Comm_free(&half);
     if (rank == 0)
         MPI_Close_port(port);
-    report(MPI_COMM_WORLD, 1, "disconnect and close port");
+    check(1, "disconnect and close port");
     MPI_Finalize();
     return 0;
 }
