@@ -224,23 +224,16 @@ static void sender(pscom_connection_t *con)
     ok(good, "all %d sends done without error", n);
 }
 
-static int child(void *arg)
+static void body(pscom_socket_t *sock, pscom_connection_t *con)
 {
-    pscom_socket_t *sock = tu_open_socket();
-    char **eps = tu_exchange_eps(sock);
-    pscom_connection_t **cons = tu_connect_all(sock, eps, PSCOM_CON_FLAG_DIRECT);
-    pscom_connection_t *con = cons[1 - tu_rank];
-    (void)arg;
-
     if (tu_rank == 0)
         receiver(sock, con);
     else
         sender(con);
-    return tu_finish(sock, cons, eps, con);
 }
 
 int main(void)
 {
-    tu_run(2, child, NULL, NULL);
+    tu_run_pair(body);
     return tap_done();
 }

@@ -108,15 +108,10 @@ static void idle_sender(pscom_connection_t *con)
     tu_req_free(r);
 }
 
-static int child(void *arg)
+static void body(pscom_socket_t *sock, pscom_connection_t *con)
 {
-    (void)arg;
-    pscom_socket_t *sock = tu_open_socket();
-    char **eps = tu_exchange_eps(sock);
-    pscom_connection_t **cons = tu_connect_all(sock, eps, PSCOM_CON_FLAG_DIRECT);
     int peer = 1 - tu_rank;
-    pscom_connection_t *con = cons[peer];
-
+    (void)sock;
     tu_phase("exchange");
     exchange(con, peer);
     tu_phase("truncated");
@@ -126,7 +121,6 @@ static int child(void *arg)
     tu_barrier();
     tu_phase("idle sender");
     idle_sender(con);
-    return tu_finish(sock, cons, eps, con);
 }
 
 int main(void)
@@ -135,6 +129,6 @@ int main(void)
     setenv("PSP_SHM_SPLIT", "128k", 0);
     if (pipe(done_pipe) != 0)
         return 1;
-    tu_run(2, child, NULL, NULL);
+    tu_run_pair(body);
     return tap_done();
 }

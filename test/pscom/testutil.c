@@ -1013,6 +1013,25 @@ void tu_hygiene_check(const pid_t *pids, int n)
     ok(left == 0, "no SysV shm segment left by the test's processes");
 }
 
+static void (*pair_body)(pscom_socket_t *sock, pscom_connection_t *con);
+
+static int pair_child(void *arg)
+{
+    (void)arg;
+    pscom_socket_t *sock = tu_open_socket();
+    char **eps = tu_exchange_eps(sock);
+    pscom_connection_t **cons = tu_connect_all(sock, eps, PSCOM_CON_FLAG_DIRECT);
+    pscom_connection_t *con = cons[1 - tu_rank];
+    pair_body(sock, con);
+    return tu_finish(sock, cons, eps, con);
+}
+
+void tu_run_pair(void (*body)(pscom_socket_t *sock, pscom_connection_t *con))
+{
+    pair_body = body;
+    tu_run(2, pair_child, NULL, NULL);
+}
+
 int tu_finish(pscom_socket_t *sock, pscom_connection_t **cons, char **eps, pscom_connection_t *con)
 {
     tu_check_transport(con, "the connection");

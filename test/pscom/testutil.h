@@ -83,6 +83,9 @@ void tu_check_transport(pscom_connection_t *con, const char *what);
 /* End of a two-rank child: check con's transport and that no connection failed, barrier, close
    sock, free cons and eps. Returns 0 (the child's exit status). */
 int tu_finish(pscom_socket_t *sock, pscom_connection_t **cons, char **eps, pscom_connection_t *con);
+/* The common two-rank test: tu_run(2, ...) where each child opens a socket, connects DIRECT to
+   the other rank, runs body(sock, con) and ends with tu_finish(). */
+void tu_run_pair(void (*body)(pscom_socket_t *sock, pscom_connection_t *con));
 
 /* ---- messages ----------------------------------------------------------------------------- */
 
