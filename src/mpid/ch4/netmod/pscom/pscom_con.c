@@ -8,9 +8,8 @@
 
 /*
  * A connection the peer at ep opened to us before we knew it (e.g. a spawned child or a
- * connecting job that sent first). pscom refuses a second connection between two sockets
- * that are already connected, and our on-demand attempt would wait for the refused peer
- * forever, so we must send on this one.
+ * connecting job that sent first). We send on it too: pscom would open a second connection
+ * to the same peer, which costs a transport slot (an shm segment) and gains nothing.
  */
 static pscom_connection_t *find_accepted(const char *ep)
 {
