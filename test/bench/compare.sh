@@ -55,39 +55,9 @@ LOGS=$OUT/logs
 mkdir -p "$OUT" "$LOGS" "$(dirname "$CSV")" || exit 1
 rm -f "$LOGS"/*.out "$LOGS"/*.err "$LOGS"/*.ucx.*
 
-# Nothing from the caller's environment may tune one MPI and not the others.
-for v in $(compgen -e | grep -E '^(PSP_|UCX_|MPIR_CVAR_|MPICH_|OMPI_MCA_|HYDRA_)'); do
-    echo "note: unsetting $v=${!v}"
-    unset "$v"
-done
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # harmless when not root
-
-OURS_PREFIX=${OURS_PREFIX:-$ROOT/install}
-declare -A CC=([ours]=$OURS_PREFIX/bin/mpicc [mpich]=mpicc.mpich [openmpi]=mpicc.openmpi)
-declare -A RUN=([ours]=$OURS_PREFIX/bin/mpiexec [mpich]=mpiexec.mpich [openmpi]=mpiexec.openmpi)
-declare -A LIBPAT=([ours]="ch4:pscom" [mpich]="ch4:ucx" [openmpi]="Open MPI")
-
-# CPU busy fraction of the whole machine over 1 s (another job skews everything).
-busy() {
-    local a b
-    read -ra a < <(head -1 /proc/stat)
-    sleep 1
-    read -ra b < <(head -1 /proc/stat)
-    local ta=0 tb=0 i
-    for i in 1 2 3 4 5 6 7 8; do ta=$((ta + a[i])); tb=$((tb + b[i])); done
-    local idle=$(( (b[4] + b[5]) - (a[4] + a[5]) )) tot=$((tb - ta))
-    echo $(( tot > 0 ? 100 * (tot - idle) / tot : 0 ))
-}
-check_idle() {
-    local b
-    b=$(busy)
-    if [ "$b" -gt 15 ]; then
-        echo "WARNING: machine $b% busy $1; the numbers are not trustworthy. Top processes:"
-        ps -eo pcpu,etime,args --sort=-pcpu | head -4 | cut -c1-100 | sed 's/^/    /'
-    else
-        echo "machine $b% busy $1"
-    fi
-}
+OK_LINES='^(#|mode,|(lat|bw|allreduce),)' # expected stdout lines of mpi_pp --csv
+. "$ROOT/test/bench/lib.sh"
+bench_clean_env
 
 for m in $MPIS; do
     case $m in ours | mpich | openmpi) ;; *) echo "compare.sh: unknown MPI $m" >&2; exit 2 ;; esac
@@ -97,112 +67,17 @@ done
 ACTIVE=
 for m in ours mpich openmpi; do
     [[ " $MPIS " == *" $m "* ]] || continue
-    cc=${CC[$m]}
-    if ! command -v "$cc" >/dev/null 2>&1; then
-        echo "note: skipping $m: $cc not found"
-        continue
-    fi
-    if ! command -v "${RUN[$m]}" >/dev/null 2>&1; then
-        echo "note: skipping $m: ${RUN[$m]} not found"
-        continue
-    fi
-    bin=$OUT/mpi_pp.$m
-    if ! "$cc" -O2 -Wall -Wextra -o "$bin" "$SRC" 2>"$LOGS/build.$m.err"; then
-        echo "note: skipping $m: build with $cc failed:"
-        sed 's/^/    /' "$LOGS/build.$m.err"
-        continue
-    fi
-    [ -s "$LOGS/build.$m.err" ] && { echo "warning: $cc:"; sed 's/^/    /' "$LOGS/build.$m.err"; }
-    # the binary must load its own library, not another MPI's (LD_LIBRARY_PATH)
-    lib=$(ldd "$bin" | awk '/libmpi(ch)?\.so/ {print $3; exit}')
-    case $m in
-    ours) [[ $lib == "$OURS_PREFIX"/* ]] ;;
-    *) [[ -n $lib && $lib != "$OURS_PREFIX"/* ]] ;;
-    esac || { echo "note: skipping $m: $bin loads '$lib'"; continue; }
-    echo "built $bin ($cc, loads $lib)"
-    ACTIVE="$ACTIVE $m"
+    bench_available "$m" && bench_build "$m" "$SRC" mpi_pp && ACTIVE="$ACTIVE $m"
 done
 [ -n "$ACTIVE" ] || { echo "compare.sh: no MPI to run" >&2; exit 1; }
 
 # ---- one run: mpi transport rep np mode-args... ; appends to $RAW ----
-FAILS=0 WARNS=0
-warn() {
-    WARNS=$((WARNS + 1))
-    echo "WARNING: $*"
-}
 run_one() {
     local m=$1 tr=$2 rep=$3 np=$4
     shift 4
-    local bin=$OUT/mpi_pp.$m tag=$tr.$m.np$np.$rep
-    local out=$LOGS/$tag.out err=$LOGS/$tag.err
-    local -a env=() cmd=()
-
-    case $m in
-    ours)
-        env=(PSP_DEBUG_CONTYPE=1) # one line per connection: "... via shm|tcp"
-        [ "$tr" = tcp ] && env+=(PSP_SHM=0 PSP_UCP=0) # ucp (UCX) would win over tcp
-        cmd=("${RUN[$m]}" -n "$np")
-        ;;
-    mpich)
-        # UCX lists the transports of each endpoint (ep_cfg lines), one file per process
-        env=(UCX_LOG_LEVEL=info "UCX_LOG_FILE=$LOGS/$tag.ucx.%p")
-        cmd=("${RUN[$m]}" -n "$np")
-        # Debian's MPICH is ch4:ucx without shmmod (configure "auto" = none for ucx, see
-        # src/mpid/ch4/subconfigure.m4): UCX carries intra-node messages too, with sysv/posix
-        # shared memory and cma. So UCX_TLS=tcp,self alone forces tcp; MPIR_CVAR_NOLOCAL=1 is
-        # what PEERS.md prescribes and harmless.
-        [ "$tr" = tcp ] && { env+=(UCX_TLS=tcp,self); cmd+=(-genv MPIR_CVAR_NOLOCAL 1); }
-        ;;
-    openmpi)
-        cmd=("${RUN[$m]}" -n "$np" --mca pml ob1)
-        if [ "$tr" = tcp ]; then cmd+=(--mca btl tcp,self); else cmd+=(--mca btl vader,self); fi
-        [ "$np" -gt "$(nproc)" ] && cmd+=(--oversubscribe)
-        ;;
-    esac
-    env "${env[@]}" timeout -k 5 "$TMO" "${cmd[@]}" "$bin" --csv --time "$TIME" "$@" >"$out" 2>"$err"
-    local rc=$?
-    if [ $rc -ne 0 ]; then
-        FAILS=$((FAILS + 1))
-        echo "FAILED ($([ $rc -ge 124 ] && echo "timeout $TMO s" || echo "rc $rc")): $tag: ${env[*]} ${cmd[*]} $bin $*"
-        tail -5 "$err" | sed 's/^/    /'
-        return
-    fi
-    # the intended library ran, and used the intended transport
-    local lib
-    lib=$(grep -m1 '^# mpi_pp:' "$out")
-    [[ $lib == *"${LIBPAT[$m]}"* ]] || warn "$tag: expected ${LIBPAT[$m]}: $lib"
-    local odd
-    case $m in
-    ours)
-        local want=$tr n_ok n_all
-        n_all=$(grep -c 'CONNECT .* via ' "$err")
-        n_ok=$(grep -c "CONNECT .* via $want\$" "$err")
-        if [ "$n_all" -eq 0 ] || [ "$n_ok" -ne "$n_all" ]; then
-            warn "$tag: not all connections via $want:"
-            grep 'CONNECT' "$err" | sed 's/^/    /'
-        fi
-        odd=$(grep -v 'CONNECT .* via ' "$err"; grep -v -E '^(#|mode,|(lat|bw|allreduce),)' "$out")
-        ;;
-    mpich)
-        # UCX ep_cfg lines name the transports (tl/device) of each endpoint configuration:
-        # tcp: only tcp/ and self/; shm: only shared memory ones (sysv, posix, cma, ...)
-        local eps allowed=tcp must=tcp
-        eps=$(cat "$LOGS/$tag".ucx.* 2>/dev/null | grep 'ep_cfg')
-        [ "$tr" = shm ] && { allowed='sysv|posix|cma|knem|xpmem'; must='sysv|posix'; }
-        if ! grep -q -E "($must)/" <<<"$eps" ||
-            sed 's/.*ep_cfg\[[0-9]*\]://' <<<"$eps" | tr ' ()' '\n\n\n' |
-            grep '/' | grep -qv -E "^($allowed|self)/"; then
-            warn "$tag: UCX endpoints not $tr only:"
-            sed 's/^/    /' <<<"${eps:-(no ep_cfg lines from UCX)}"
-        fi
-        odd=$(cat "$err"; grep -v -E '^(#|mode,|(lat|bw|allreduce),)' "$out")
-        ;;
-    openmpi)
-        odd=$(cat "$err"; grep -v -E '^(#|mode,|(lat|bw|allreduce),)' "$out")
-        ;;
-    esac
-    [ -n "$odd" ] && { warn "$tag: unexpected output:"; echo "$odd" | head -5 | sed 's/^/    /'; }
-    grep -E '^(lat|bw|allreduce),' "$out" | sed "s/^/$tr,$m,$rep,/" >>"$RAW"
+    local tag=$tr.$m.np$np.$rep
+    bench_run "$m" "$tr" "$tag" "$np" 1 "$OUT/mpi_pp.$m" --csv --time "$TIME" "$@" || return
+    grep -E '^(lat|bw|allreduce),' "$LOGS/$tag.out" | sed "s/^/$tr,$m,$rep,/" >>"$RAW"
 }
 
 # ---- runs, interleaved ----

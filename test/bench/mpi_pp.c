@@ -1,5 +1,5 @@
 /*
- * mpi_pp: MPI latency, bandwidth and allreduce micro-benchmark (plain MPI-3).
+ * mpi_pp: MPI point-to-point and collective micro-benchmark (plain MPI-3).
  *
  * The same source builds with any mpicc, so that our MPI and its peers (PEERS.md) run the very
  * same loops. Modes:
@@ -8,10 +8,17 @@
  *   bw         per iteration a window of 64 MPI_Isend + MPI_Waitall on rank 0, 64 MPI_Irecv +
  *              MPI_Waitall on rank 1, then a 4-byte ack back (as osu_bw); us = time per
  *              message, MB/s = 10^6 bytes per second.
+ *   bibw       both ranks 0 and 1 post a window of 64 MPI_Irecv and 64 MPI_Isend, then one
+ *              MPI_Waitall (as osu_bibw); us = time per message, MB/s = both directions.
+ *   rate       the bw loop with small messages (default 8 B); reported as messages per second.
  *   allreduce  MPI_Allreduce MPI_SUM of doubles over all ranks; us = time per call, average
  *              over the ranks (as osu_allreduce).
- * Loops adapt so that each size runs ~0.3 s (--time), or are fixed (--iters).
- * Usage: mpiexec -n 2 mpi_pp [--mode lat|bw|allreduce|all] [--sizes 0,8,1k,4M] ... (--help).
+ *   coll       the collectives of --coll (barrier, bcast, allreduce, alltoall, allgather) over
+ *              all ranks, sizes --coll-sizes; us = time per call, average over the ranks.
+ * Loops adapt so that each size runs ~0.3 s (--time), or are fixed (--iters). --rss prints the
+ * peak resident memory (VmHWM) of the ranks at the end.
+ * Usage: mpiexec -n 2 mpi_pp [--mode lat|bw|bibw|rate|allreduce|coll|all] [--sizes 0,8,1k,4M]
+ *        ... (--help).
  */
 #define _POSIX_C_SOURCE 200112L
 #include <mpi.h>
@@ -21,8 +28,26 @@
 #include <stdint.h>
 #include <limits.h>
 
-enum { M_LAT = 1, M_BW = 2, M_AR = 4 };
+enum { M_LAT = 1, M_BW = 2, M_AR = 4, M_BIBW = 8, M_RATE = 16, M_COLL = 32 };
 enum { TAG_LAT = 11, TAG_BW = 12, TAG_ACK = 13 };
+
+/* what one measurement runs; the first four between ranks 0 and 1, the others on all ranks */
+enum kernel {
+    K_LAT,
+    K_BW,
+    K_BIBW,
+    K_RATE,
+    K_BARRIER,
+    K_BCAST,
+    K_ALLREDUCE,
+    K_ALLTOALL,
+    K_ALLGATHER
+};
+static const char *const kname[] = {"lat",   "bw",        "bibw",     "rate",     "barrier",
+                                    "bcast", "allreduce", "alltoall", "allgather"};
+#define N_KERNELS   ((int)(sizeof(kname) / sizeof(kname[0])))
+#define IS_COLL(k)  ((k) >= K_BARRIER)
+#define WINDOWED(k) ((k) == K_BW || (k) == K_BIBW || (k) == K_RATE)
 
 #define MAX_SIZES    64
 #define MAX_LOOPS    1000000000ull
@@ -38,14 +63,21 @@ struct sizes {
 
 static struct {
     int modes;
-    struct sizes lat, bw, ar;
+    struct sizes lat, bw, ar, rate, coll_sizes;
+    int colls; /* --coll: bit (1 << kernel) per collective */
     int csv;
+    int rss;
     long warmup;              /* -1: per mode default */
     unsigned long long iters; /* 0: adaptive */
     double target;            /* adaptive: seconds per size */
     int window;
     int verify;
-} opt = {.modes = M_LAT | M_BW | M_AR, .warmup = -1, .target = 0.3, .window = 64};
+} opt = {.modes = M_LAT | M_BW | M_AR,
+         .colls =
+             1 << K_BARRIER | 1 << K_BCAST | 1 << K_ALLREDUCE | 1 << K_ALLTOALL | 1 << K_ALLGATHER,
+         .warmup = -1,
+         .target = 0.3,
+         .window = 64};
 
 static int rank, nprocs;
 static MPI_Comm pair = MPI_COMM_NULL; /* ranks 0 and 1 */
@@ -58,20 +90,29 @@ static long long errors;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mpiexec -n 2 mpi_pp [options]\n"
-               "  --mode M        lat, bw, allreduce (ar) or all, or a comma list (default all)\n"
-               "  --sizes L       message sizes for all selected modes, e.g. 0,8,1k,4M (k, M, G =\n"
-               "                  1024, 1024^2, 1024^3)\n"
-               "  --lat-sizes L   latency sizes (default 0,8,1k,4M)\n"
-               "  --bw-sizes L    bandwidth sizes (default 256k,1M,4M)\n"
-               "  --ar-sizes L    allreduce sizes, multiples of 8 (default 8)\n"
-               "  --iters N       fixed iterations per size (bw: windows); default adaptive\n"
-               "  --time S        adaptive: seconds per size (default 0.3)\n"
-               "  --warmup N      warm-up iterations per size (default lat/allreduce 10, bw 2)\n"
-               "  --window N      bw: messages per window (default 64)\n"
-               "  --csv           CSV: mode,size,iters,us,MBps,np (lines with # are comments)\n"
-               "  --verify        fill and check every message (timings not meaningful)\n"
-               "lat and bw run between ranks 0 and 1; allreduce on all ranks.\n");
+    fprintf(f,
+            "usage: mpiexec -n 2 mpi_pp [options]\n"
+            "  --mode M        lat, bw, bibw, rate, allreduce (ar), coll or all (= lat,bw,\n"
+            "                  allreduce), or a comma list (default all)\n"
+            "  --sizes L       message sizes for all selected modes, e.g. 0,8,1k,4M (k, M, G =\n"
+            "                  1024, 1024^2, 1024^3)\n"
+            "  --lat-sizes L   latency sizes (default 0,8,1k,4M)\n"
+            "  --bw-sizes L    bw and bibw sizes (default 256k,1M,4M)\n"
+            "  --rate-sizes L  message rate sizes (default 8)\n"
+            "  --ar-sizes L    allreduce sizes, multiples of 8 (default 8)\n"
+            "  --coll L        coll: comma list of barrier, bcast, allreduce, alltoall,\n"
+            "                  allgather (default all five)\n"
+            "  --coll-sizes L  coll sizes (default 8,1k,64k; alltoall/allgather: per rank;\n"
+            "                  allreduce: multiples of 8; barrier: none)\n"
+            "  --iters N       fixed iterations per size (bw, bibw, rate: windows); default\n"
+            "                  adaptive\n"
+            "  --time S        adaptive: seconds per size (default 0.3)\n"
+            "  --warmup N      warm-up iterations per size (default 10, windowed modes 2)\n"
+            "  --window N      bw, bibw, rate: messages per window (default 64)\n"
+            "  --csv           CSV: mode,size,iters,us,MBps,np (lines with # are comments)\n"
+            "  --rss           at the end print the peak RSS (VmHWM) of the ranks, max and min\n"
+            "  --verify        fill and check every message (timings not meaningful)\n"
+            "lat, bw, bibw and rate run between ranks 0 and 1; allreduce and coll on all ranks.\n");
 }
 
 static void finish(int code) __attribute__((noreturn));
@@ -142,6 +183,27 @@ static void parse_sizes(const char *arg, struct sizes *sz)
         usage_error("empty size list", arg);
 }
 
+static int parse_colls(const char *arg)
+{
+    char tmp[256], *tok, *save = NULL;
+    int c = 0, k;
+
+    if (strlen(arg) >= sizeof(tmp))
+        usage_error("bad --coll", arg);
+    strcpy(tmp, arg);
+    for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        for (k = K_BARRIER; k < N_KERNELS; k++)
+            if (!strcmp(tok, kname[k]))
+                break;
+        if (k == N_KERNELS)
+            usage_error("bad --coll (barrier, bcast, allreduce, alltoall, allgather)", tok);
+        c |= 1 << k;
+    }
+    if (!c)
+        usage_error("bad --coll", arg);
+    return c;
+}
+
 static int parse_modes(const char *arg)
 {
     char tmp[256], *tok, *save = NULL;
@@ -155,8 +217,14 @@ static int parse_modes(const char *arg)
             m |= M_LAT;
         else if (!strcmp(tok, "bw") || !strcmp(tok, "bandwidth"))
             m |= M_BW;
+        else if (!strcmp(tok, "bibw"))
+            m |= M_BIBW;
+        else if (!strcmp(tok, "rate"))
+            m |= M_RATE;
         else if (!strcmp(tok, "allreduce") || !strcmp(tok, "ar"))
             m |= M_AR;
+        else if (!strcmp(tok, "coll"))
+            m |= M_COLL;
         else if (!strcmp(tok, "all"))
             m |= M_LAT | M_BW | M_AR;
         else
@@ -188,6 +256,8 @@ static void parse_args(int argc, char **argv)
     parse_sizes("0,8,1k,4M", &opt.lat);
     parse_sizes("256k,1M,4M", &opt.bw);
     parse_sizes("8", &opt.ar);
+    parse_sizes("8", &opt.rate);
+    parse_sizes("8,1k,64k", &opt.coll_sizes);
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *val = NULL, *eq = strchr(a, '=');
         char name[32];
@@ -210,6 +280,10 @@ static void parse_args(int argc, char **argv)
             opt.verify = 1;
             continue;
         }
+        if (!strcmp(name, "--rss")) {
+            opt.rss = 1;
+            continue;
+        }
         if (eq)
             val = eq + 1;
         else if (i + 1 < argc)
@@ -226,6 +300,12 @@ static void parse_args(int argc, char **argv)
             parse_sizes(val, &opt.bw);
         else if (!strcmp(name, "--ar-sizes"))
             parse_sizes(val, &opt.ar);
+        else if (!strcmp(name, "--rate-sizes"))
+            parse_sizes(val, &opt.rate);
+        else if (!strcmp(name, "--coll-sizes"))
+            parse_sizes(val, &opt.coll_sizes);
+        else if (!strcmp(name, "--coll"))
+            opt.colls = parse_colls(val);
         else if (!strcmp(name, "--iters"))
             opt.iters = parse_count(val, MAX_LOOPS);
         else if (!strcmp(name, "--warmup"))
@@ -242,15 +322,19 @@ static void parse_args(int argc, char **argv)
             usage_error("unknown option", a);
     }
     if (all.n) /* --sizes wins for every selected mode */
-        opt.lat = opt.bw = opt.ar = all;
+        opt.lat = opt.bw = opt.ar = opt.rate = opt.coll_sizes = all;
     if (opt.window < 1)
         usage_error("--window must be at least 1", NULL);
     if (opt.modes & M_AR)
         for (i = 0; i < opt.ar.n; i++)
             if (opt.ar.v[i] < 8 || opt.ar.v[i] % 8)
                 usage_error("allreduce sizes must be multiples of 8 (doubles)", NULL);
-    if ((opt.modes & (M_LAT | M_BW)) && nprocs < 2)
-        usage_error("lat and bw need at least 2 ranks", NULL);
+    if ((opt.modes & M_COLL) && (opt.colls & 1 << K_ALLREDUCE))
+        for (i = 0; i < opt.coll_sizes.n; i++)
+            if (opt.coll_sizes.v[i] < 8 || opt.coll_sizes.v[i] % 8)
+                usage_error("--coll allreduce: sizes must be multiples of 8 (doubles)", NULL);
+    if ((opt.modes & (M_LAT | M_BW | M_BIBW | M_RATE)) && nprocs < 2)
+        usage_error("lat, bw, bibw and rate need at least 2 ranks", NULL);
 }
 
 static size_t max_size(const struct sizes *sz)
@@ -285,8 +369,18 @@ static void alloc_buffers(void)
         need = max_size(&opt.lat) > need ? max_size(&opt.lat) : need;
     if (opt.modes & M_AR)
         need = max_size(&opt.ar) > need ? max_size(&opt.ar) : need;
-    if (opt.modes & M_BW) {
-        m = max_size(&opt.bw);
+    if (opt.modes & M_COLL) {
+        m = max_size(&opt.coll_sizes);
+        if (opt.colls & (1 << K_ALLTOALL | 1 << K_ALLGATHER))
+            m *= (size_t)nprocs; /* one block per rank */
+        need = m > need ? m : need;
+    }
+    if (opt.modes & (M_BW | M_BIBW | M_RATE)) {
+        m = 0;
+        if (opt.modes & (M_BW | M_BIBW))
+            m = max_size(&opt.bw);
+        if ((opt.modes & M_RATE) && max_size(&opt.rate) > m)
+            m = max_size(&opt.rate);
         if (opt.verify) {
             size_t all = m * (size_t)opt.window;
             m = all < VERIFY_BYTES ? all : m > VERIFY_BYTES ? m : VERIFY_BYTES;
@@ -306,8 +400,8 @@ static void alloc_buffers(void)
     rbuf = p;
     memset(sbuf, 'a', bufsize); /* touch every page before timing */
     memset(rbuf, 'b', bufsize);
-    reqs = malloc(sizeof(*reqs) * (size_t)opt.window);
-    stats = malloc(sizeof(*stats) * (size_t)opt.window);
+    reqs = malloc(sizeof(*reqs) * 2 * (size_t)opt.window); /* bibw: receives and sends */
+    stats = malloc(sizeof(*stats) * 2 * (size_t)opt.window);
     if (!reqs || !stats)
         MPI_Abort(MPI_COMM_WORLD, 1);
 }
@@ -354,7 +448,10 @@ static void check(const char *buf, size_t size, uint64_t seed, MPI_Status *st, c
     int count;
     char msg[128];
 
-    MPI_Get_count(st, MPI_BYTE, &count);
+    if (st) /* collectives: no status */
+        MPI_Get_count(st, MPI_BYTE, &count);
+    else
+        count = (int)size;
     if (count < 0 || (size_t)count != size) {
         snprintf(msg, sizeof(msg), "received %d bytes instead of %zu", count, size);
         error_msg(what, iter, msg);
@@ -443,46 +540,149 @@ static double run_bw(size_t size, unsigned long long n)
     return MPI_Wtime() - t0;
 }
 
-static double run_ar(size_t size, unsigned long long n)
+/* bibw: both ranks receive a window from the other and send one to it at the same time. */
+static double run_bibw(size_t size, unsigned long long n)
 {
-    int k = (int)(size / sizeof(double)), e;
+    int count = (int)size, w = bw_window(size), peer = 1 - rank, j;
+    size_t stride = opt.verify ? size : 0;
+    unsigned long long i;
+    double t0;
+
+    MPI_Barrier(pair);
+    t0 = MPI_Wtime();
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < w; j++)
+            MPI_Irecv(rbuf + (size_t)j * stride, count, MPI_BYTE, peer, TAG_BW, pair, &reqs[j]);
+        for (j = 0; j < w; j++) {
+            char *b = sbuf + (size_t)j * stride;
+
+            if (opt.verify)
+                fill(b, size, seed_of(i, (unsigned)(rank << 20 | j)));
+            MPI_Isend(b, count, MPI_BYTE, peer, TAG_BW, pair, &reqs[w + j]);
+        }
+        MPI_Waitall(2 * w, reqs, stats);
+        if (opt.verify)
+            for (j = 0; j < w; j++)
+                check(rbuf + (size_t)j * stride, size, seed_of(i, (unsigned)(peer << 20 | j)),
+                      &stats[j], "bibw", i);
+    }
+    return MPI_Wtime() - t0;
+}
+
+static void coll_fill(enum kernel k, size_t size, unsigned long long i)
+{
+    int r;
+
+    if (k == K_BCAST && rank == 0)
+        fill(sbuf, size, seed_of(i, 0));
+    else if (k == K_ALLTOALL) /* block r goes to rank r */
+        for (r = 0; r < nprocs; r++)
+            fill(sbuf + (size_t)r * size, size, seed_of(i, (unsigned)(rank << 16 | r)));
+    else if (k == K_ALLGATHER)
+        fill(sbuf, size, seed_of(i, (unsigned)rank));
+}
+
+static void coll_check(enum kernel k, size_t size, unsigned long long i)
+{
+    int r;
+
+    if (k == K_BCAST && rank != 0)
+        check(rbuf, size, seed_of(i, 0), NULL, "bcast", i);
+    else if (k == K_ALLTOALL) /* block r came from rank r */
+        for (r = 0; r < nprocs; r++)
+            check(rbuf + (size_t)r * size, size, seed_of(i, (unsigned)(r << 16 | rank)), NULL,
+                  "alltoall", i);
+    else if (k == K_ALLGATHER)
+        for (r = 0; r < nprocs; r++)
+            check(rbuf + (size_t)r * size, size, seed_of(i, (unsigned)r), NULL, "allgather", i);
+}
+
+/* allreduce: ordinary numbers, not the bytes of the buffer fill; with --verify small integers
+   that differ per iteration, so that the sum is exact in any order */
+static void ar_fill(double *in, int k, unsigned long long i)
+{
+    int e;
+
+    for (e = 0; e < k; e++)
+        in[e] =
+            (double)(rank + 1) + (opt.verify ? (double)((i + run_seq + (unsigned)e) % 1000) : 0);
+}
+
+static void ar_check(const double *out, int k, unsigned long long i)
+{
+    char msg[96];
+    int e;
+
+    for (e = 0; e < k; e++) {
+        double want = (double)nprocs * (nprocs + 1) / 2 +
+                      (double)nprocs * (double)((i + run_seq + (unsigned)e) % 1000);
+        if (out[e] != want) {
+            snprintf(msg, sizeof(msg), "element %d is %g instead of %g", e, out[e], want);
+            error_msg("allreduce", i, msg);
+            break;
+        }
+    }
+}
+
+/* collectives on all ranks; returns the time per run averaged over the ranks (on rank 0) */
+static double run_coll(enum kernel k, size_t size, unsigned long long n)
+{
+    int count = (int)size, nd = (int)(size / sizeof(double));
     double *in = (double *)(void *)sbuf, *out = (double *)(void *)rbuf, t, sum = 0;
     unsigned long long i;
-    char msg[96];
 
-    for (e = 0; e < k; e++) /* ordinary numbers, not the bytes of the buffer fill */
-        in[e] = rank + 1;
+    if (k == K_ALLREDUCE)
+        ar_fill(in, nd, 0);
     MPI_Barrier(MPI_COMM_WORLD);
     t = MPI_Wtime();
     for (i = 0; i < n; i++) {
-        if (opt.verify)
-            for (e = 0; e < k; e++) /* small integers: the sum is exact in any order */
-                in[e] = (double)(rank + 1) + (double)((i + run_seq + (unsigned)e) % 1000);
-        MPI_Allreduce(in, out, k, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-        if (opt.verify)
-            for (e = 0; e < k; e++) {
-                double want = (double)nprocs * (nprocs + 1) / 2 +
-                              (double)nprocs * (double)((i + run_seq + (unsigned)e) % 1000);
-                if (out[e] != want) {
-                    snprintf(msg, sizeof(msg), "element %d is %g instead of %g", e, out[e], want);
-                    error_msg("allreduce", i, msg);
-                    break;
-                }
-            }
+        if (opt.verify) {
+            if (k == K_ALLREDUCE)
+                ar_fill(in, nd, i);
+            else
+                coll_fill(k, size, i);
+        }
+        switch (k) {
+        case K_BARRIER:
+            MPI_Barrier(MPI_COMM_WORLD);
+            break;
+        case K_BCAST:
+            MPI_Bcast(rank == 0 ? sbuf : rbuf, count, MPI_BYTE, 0, MPI_COMM_WORLD);
+            break;
+        case K_ALLREDUCE:
+            MPI_Allreduce(in, out, nd, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            break;
+        case K_ALLTOALL:
+            MPI_Alltoall(sbuf, count, MPI_BYTE, rbuf, count, MPI_BYTE, MPI_COMM_WORLD);
+            break;
+        case K_ALLGATHER:
+            MPI_Allgather(sbuf, count, MPI_BYTE, rbuf, count, MPI_BYTE, MPI_COMM_WORLD);
+            break;
+        default:
+            break;
+        }
+        if (opt.verify) {
+            if (k == K_ALLREDUCE)
+                ar_check(out, nd, i);
+            else
+                coll_check(k, size, i);
+        }
     }
     t = MPI_Wtime() - t;
     MPI_Reduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     return sum / nprocs;
 }
 
-static double run_mode(int mode, size_t size, unsigned long long n)
+static double run_kernel(enum kernel k, size_t size, unsigned long long n)
 {
     run_seq++;
-    if (mode == M_LAT)
+    if (k == K_LAT)
         return run_lat(size, n);
-    if (mode == M_BW)
+    if (k == K_BW || k == K_RATE)
         return run_bw(size, n);
-    return run_ar(size, n);
+    if (k == K_BIBW)
+        return run_bibw(size, n);
+    return run_coll(k, size, n);
 }
 
 /*
@@ -492,27 +692,27 @@ static double run_mode(int mode, size_t size, unsigned long long n)
  * the loops to the minimum; such a short run is not accepted, the loops grow again. Rank 0
  * decides and tells the others, so all run the same loops.
  */
-static double measure(int mode, MPI_Comm comm, size_t size, unsigned long long *iters)
+static double measure(enum kernel k, MPI_Comm comm, size_t size, unsigned long long *iters)
 {
-    unsigned long long n, min = mode == M_BW ? 3 : 10;
+    unsigned long long n, min = WINDOWED(k) ? 3 : 10;
     double t = 0, accept = opt.target * 2 / 3;
-    int k;
+    int c;
 
-    n = opt.warmup >= 0 ? (unsigned long long)opt.warmup : mode == M_BW ? 2 : 10;
+    n = opt.warmup >= 0 ? (unsigned long long)opt.warmup : WINDOWED(k) ? 2 : 10;
     if (n)
-        t = run_mode(mode, size, n);
+        t = run_kernel(k, size, n);
     if (opt.iters) {
         *iters = opt.iters;
-        return run_mode(mode, size, opt.iters);
+        return run_kernel(k, size, opt.iters);
     }
     if (!n) { /* no warm-up: the first calibration run is the minimum */
         n = min;
-        t = run_mode(mode, size, n);
+        t = run_kernel(k, size, n);
     }
-    for (k = 0;; k++) {
+    for (c = 0;; c++) {
         unsigned long long next = 0;
 
-        if (rank == 0 && k < MAX_CALIB && !(k > 0 && (t >= accept || n == MAX_LOOPS))) {
+        if (rank == 0 && c < MAX_CALIB && !(c > 0 && (t >= accept || n == MAX_LOOPS))) {
             double f = t > 0 ? opt.target / t : 100, x = (double)n * (f > 100 ? 100 : f);
 
             next = x < (double)min         ? min
@@ -523,58 +723,107 @@ static double measure(int mode, MPI_Comm comm, size_t size, unsigned long long *
         if (!next)
             break;
         n = next;
-        t = run_mode(mode, size, n);
+        t = run_kernel(k, size, n);
     }
     *iters = n;
     return t;
 }
 
-static void header(int mode)
+static void header(enum kernel k)
 {
     if (opt.csv)
         return;
-    if (mode == M_LAT)
+    switch (k) {
+    case K_LAT:
         printf("# lat: blocking ping-pong MPI_Send/MPI_Recv, us = round trip / 2\n");
-    else if (mode == M_BW)
+        break;
+    case K_BW:
         printf("# bw: window of %d MPI_Isend/MPI_Irecv + 4-byte ack, us = time per message\n",
                opt.window);
-    else
-        printf("# allreduce: MPI_SUM of doubles over %d ranks, us = time per call (average over "
-               "ranks)\n",
-               nprocs);
-    printf("#%11s %12s %12s %12s\n", "size", mode == M_BW ? "windows" : "iters", "us", "MB/s");
+        break;
+    case K_BIBW:
+        printf("# bibw: both ranks a window of %d MPI_Irecv + %d MPI_Isend, us = time per message, "
+               "MB/s = both directions\n",
+               opt.window, opt.window);
+        break;
+    case K_RATE:
+        printf("# rate: window of %d MPI_Isend/MPI_Irecv + 4-byte ack, us = time per message\n",
+               opt.window);
+        break;
+    default:
+        printf("# %s: %d ranks, us = time per call (average over ranks)%s\n", kname[k], nprocs,
+               k == K_ALLREDUCE ? ", MPI_SUM of doubles"
+               : k == K_BCAST   ? ", root 0"
+               : k == K_BARRIER ? ""
+                                : ", size = bytes per rank");
+        break;
+    }
+    printf("#%11s %12s %12s %12s\n", "size", WINDOWED(k) ? "windows" : "iters", "us",
+           k == K_RATE ? "msgs/s" : "MB/s");
 }
 
-static void bench(int mode, const struct sizes *sz)
+static void bench(enum kernel k, const struct sizes *sz)
 {
-    MPI_Comm comm = mode == M_AR ? MPI_COMM_WORLD : pair;
-    const char *name = mode == M_LAT ? "lat" : mode == M_BW ? "bw" : "allreduce";
-    int i;
+    MPI_Comm comm = IS_COLL(k) ? MPI_COMM_WORLD : pair;
+    int i, n = k == K_BARRIER ? 1 : sz->n;
 
-    if (comm == MPI_COMM_NULL) /* ranks >= 2 take no part in lat and bw */
+    if (comm == MPI_COMM_NULL) /* ranks >= 2 take no part in lat, bw, bibw and rate */
         return;
-    run_seq = (unsigned long long)mode << 40; /* the same on all ranks that take part */
+    run_seq = (unsigned long long)(k + 1) << 40; /* the same on all ranks that take part */
     if (rank == 0)
-        header(mode);
-    for (i = 0; i < sz->n; i++) {
-        size_t size = sz->v[i];
+        header(k);
+    for (i = 0; i < n; i++) {
+        size_t size = k == K_BARRIER ? 0 : sz->v[i];
         unsigned long long iters;
-        double t = measure(mode, comm, size, &iters), msgs, us, mbs;
+        double t = measure(k, comm, size, &iters), msgs, us, mbs;
+        int w = bw_window(size);
 
         if (rank != 0)
             continue;
-        msgs = (double)iters * (mode == M_LAT ? 2.0 : mode == M_BW ? bw_window(size) : 1.0);
+        msgs = (double)iters * (k == K_LAT ? 2.0 : k == K_BIBW ? 2.0 * w : WINDOWED(k) ? w : 1.0);
         us = t / msgs * 1e6;
         mbs = us > 0 ? (double)size / us : 0; /* bytes per us = 10^6 B/s */
         if (opt.csv)
-            printf("%s,%zu,%llu,%.3f,%.2f,%d\n", name, size, iters, us, mbs,
-                   mode == M_AR ? nprocs : 2);
+            printf("%s,%zu,%llu,%.3f,%.2f,%d\n", kname[k], size, iters, us, mbs,
+                   IS_COLL(k) ? nprocs : 2);
         else
-            printf("%12zu %12llu %12.3f %12.2f%s\n", size, iters, us, mbs,
-                   mode == M_BW && bw_window(size) != opt.window ? "  (verify: smaller window)"
-                                                                 : "");
+            printf("%12zu %12llu %12.3f %12.*f%s\n", size, iters, us, k == K_RATE ? 0 : 2,
+                   k == K_RATE ? (us > 0 ? 1e6 / us : 0) : mbs,
+                   WINDOWED(k) && w != opt.window ? "  (verify: smaller window)" : "");
         fflush(stdout);
     }
+}
+
+/* Peak resident memory of this process (kB), from /proc/self/status; -1 where there is none. */
+static long vmhwm_kb(void)
+{
+    char line[256];
+    long kb = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (!strncmp(line, "VmHWM:", 6)) {
+            kb = strtol(line + 6, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return kb;
+}
+
+static void report_rss(void)
+{
+    struct {
+        long kb;
+        int rank;
+    } mine = {vmhwm_kb(), rank}, max = {0, 0}, min = {0, 0};
+
+    MPI_Reduce(&mine, &max, 1, MPI_LONG_INT, MPI_MAXLOC, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&mine, &min, 1, MPI_LONG_INT, MPI_MINLOC, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("# rss: VmHWM max %ld kB (rank %d), min %ld kB (rank %d), %d ranks\n", max.kb,
+               max.rank, min.kb, min.rank, nprocs);
 }
 
 /* First line of MPI_Get_library_version, plus MPICH's device line: tells which MPI ran. */
@@ -607,6 +856,7 @@ int main(int argc, char **argv)
 {
     long long total = 0;
     char lib[256];
+    int k;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -627,15 +877,25 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     if (opt.modes & M_LAT)
-        bench(M_LAT, &opt.lat);
+        bench(K_LAT, &opt.lat);
     if (opt.modes & M_BW)
-        bench(M_BW, &opt.bw);
+        bench(K_BW, &opt.bw);
+    if (opt.modes & M_BIBW)
+        bench(K_BIBW, &opt.bw);
+    if (opt.modes & M_RATE)
+        bench(K_RATE, &opt.rate);
     if (opt.modes & M_AR)
-        bench(M_AR, &opt.ar);
+        bench(K_ALLREDUCE, &opt.ar);
+    if (opt.modes & M_COLL)
+        for (k = K_BARRIER; k < N_KERNELS; k++)
+            if (opt.colls & 1 << k)
+                bench((enum kernel)k, &opt.coll_sizes);
 
     MPI_Reduce(&errors, &total, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0 && opt.verify)
         printf("# verify: %lld errors\n", total);
+    if (opt.rss)
+        report_rss();
     if (pair != MPI_COMM_NULL)
         MPI_Comm_free(&pair);
     free(reqs);
