@@ -37,10 +37,11 @@ set terminal pngcairo size 900,600 font "sans,10"
 set datafile missing "-"
 set grid
 set key top left
+set offsets graph 0.02, graph 0.02, 0, 0
 names = "$MPIS"
 col(n) = n eq "ours" ? "#d62728" : n eq "mpich" ? "#1f77b4" : "#2ca02c"
 # sizes: binary units, ticks at powers of 4
-set xtics ("1" 1, "4" 4, "16" 16, "64" 64, "256" 256, "1k" 1024, "4k" 4096, "16k" 16384, "64k" 65536, "256k" 262144, "1M" 1048576, "4M" 4194304, "16M" 16777216, "64M" 67108864)
+sizetics = 'set xtics ("1" 1, "4" 4, "16" 16, "64" 64, "256" 256, "1k" 1024, "4k" 4096, "16k" 16384, "64k" 65536, "256k" 262144, "1M" 1048576, "4M" 4194304, "16M" 16777216, "64M" 67108864)'
 EOF
 
 plots=0
@@ -51,6 +52,7 @@ set output "$DIR/lat_$tr.png"
 set title "latency, $tr, 2 ranks (ping-pong, round trip / 2; median)"
 set logscale xy 2
 set logscale y 10
+eval sizetics
 set xlabel "message size (bytes)"
 set ylabel "us (lower is better)"
 plot for [i=2:$((NM + 1))] "$TMP/lat.$tr" using 1:i with linespoints lw 2 pt 7 ps 0.7 lc rgb col(word(names, i-1)) title word(names, i-1)
@@ -64,6 +66,7 @@ set output "$DIR/bw_$tr.png"
 set title "bandwidth, $tr, 2 ranks (window of 64; solid: bw, dashed: bibw both directions; median)"
 set logscale x 2
 set logscale y 10
+eval sizetics
 set xlabel "message size (bytes)"
 set ylabel "MB/s (higher is better)"
 plot for [i=2:$((NM + 1))] "$TMP/bw.$tr" using 1:i with linespoints lw 2 pt 7 ps 0.7 lc rgb col(word(names, i-1)) title word(names, i-1)." bw", \\
@@ -153,7 +156,7 @@ done
 gnuplot "$GP" || exit 1
 # keep the files small enough to commit: above 100 KB, 256 colours (ImageMagick) if available
 for f in "$DIR"/*.png; do
-    [ "$(stat -c %s "$f")" -gt 102400 ] || continue
+    [ "$(stat -c %s "$f")" -gt 100000 ] || continue
     if command -v convert >/dev/null; then
         convert "$f" -colors 256 "PNG8:$f.tmp" && mv "$f.tmp" "$f"
     else

@@ -135,7 +135,7 @@ else
         done
         echo "compiler: ${CC[ours]} -O2: $(${CC[ours]} --version 2>/dev/null | head -1)"
         echo "suite: $([ "$QUICK" = 1 ] && echo quick || echo full); repetitions $REPEATS" \
-            "($BIG_REPEATS with >= 16 ranks); mpi_pp --time $TIME; transports $TRANSPORTS;" \
+            "($BIG_REPEATS with >= 16 ranks); mpi_pp --time $TIME; parts $PARTS; transports $TRANSPORTS;" \
             "pt2pt sizes $PP_SIZES (rate $RATE_SIZE B, window 64); coll ranks $COLL_NPS sizes" \
             "$COLL_SIZES; start-up ranks $START_NPS; timeout $TMO s"
     } >"$RES/machine.txt"
