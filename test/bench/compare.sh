@@ -55,6 +55,7 @@ LOGS=$OUT/logs
 mkdir -p "$OUT" "$LOGS" "$(dirname "$CSV")" || exit 1
 rm -f "$LOGS"/*.out "$LOGS"/*.err "$LOGS"/*.ucx.*
 
+# shellcheck disable=SC2034 # used by lib.sh
 OK_LINES='^(#|mode,|(lat|bw|allreduce),)' # expected stdout lines of mpi_pp --csv
 . "$ROOT/test/bench/lib.sh"
 bench_clean_env

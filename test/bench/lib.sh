@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2054
 # lib.sh: shell functions shared by compare.sh and suite.sh (bash; source it, do not run it).
 #
 # The caller sets ROOT (repository), OUT (build directory for the binaries) and LOGS (one
