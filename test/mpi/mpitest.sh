@@ -70,16 +70,18 @@ mpitest_leftovers() { # TAG: pids of processes that still carry MPITEST_JOB=TAG
 }
 
 # JOB NP [MPIEXEC ARGS...] PROGRAM [ARGS...]: run one job under both timeouts, stdin closed.
+# NP "-" adds no -n: the arguments are the whole mpiexec line (MPMD blocks with ":" and -env).
 # Output in $job.out (stdout: rank 0's TAP) and $job.err; sets job_rc, job_secs, job_left
 # (processes still there 5 s after mpiexec returned; they are killed).
 mpitest_job() {
     job=$MPITEST_TMP/$1
     mpitest_np=$2
     shift 2
+    [ "$mpitest_np" = - ] || set -- -n "$mpitest_np" "$@"
     mpitest_tag=$$.${job##*/} # job names are unique in a .t; jobs may run side by side
     mpitest_t0=$(date +%s)
     MPITEST_JOB=$mpitest_tag MPIEXEC_TIMEOUT=$TIMEOUT timeout -k 5 $((TIMEOUT + 15)) \
-        "$MPIEXEC" -n "$mpitest_np" "$@" </dev/null >"$job.out" 2>"$job.err"
+        "$MPIEXEC" "$@" </dev/null >"$job.out" 2>"$job.err"
     job_rc=$?
     job_secs=$(($(date +%s) - mpitest_t0))
     mpitest_wait_gone "$mpitest_tag"

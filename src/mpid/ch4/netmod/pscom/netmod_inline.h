@@ -5,7 +5,8 @@
  * Point-to-point is native (pscom matching) unless configured --enable-pscom-am-only or
  * --enable-ch4-am-only; then it goes over MPIDIG. Never both: their queues are separate.
  * RMA, partitioned communication and collectives use MPICH's generic code
- * (MPIDIG over our active messages, MPIR collectives over our point-to-point).
+ * (MPIDIG over our active messages, MPIR collectives over our point-to-point); with
+ * PSP_MSA_AWARE_COLLOPS=1 some collectives are hierarchical (pscom_coll.h).
  */
 #ifndef NETMOD_INLINE_H_INCLUDED
 #define NETMOD_INLINE_H_INCLUDED
@@ -24,7 +25,7 @@
 #include "pscom_probe.h"
 #endif
 #include "netmod_am_fallback_rma.h"
-#include "netmod_am_fallback_coll.h"
+#include "pscom_coll.h" /* MPICH's collectives, some MSA-aware (pscom_coll_msa.c) */
 #include "netmod_am_fallback_part.h"
 #include "pscom_noinline.h"
 

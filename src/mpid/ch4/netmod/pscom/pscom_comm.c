@@ -1,10 +1,11 @@
-/* Communicator hooks: pscom needs no per-communicator state (matching uses context ids). */
+/* Communicator hooks: pscom needs no per-communicator state (matching uses context ids); the
+ * MSA-aware collectives keep their sub-communicators here (pscom_coll_msa.c). */
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
 
 int MPIDI_PSCOM_mpi_comm_commit_pre_hook(MPIR_Comm *comm)
 {
-    (void)comm;
+    comm->dev.ch4.netmod.pscom.msa = NULL;
     return MPI_SUCCESS;
 }
 
@@ -16,7 +17,7 @@ int MPIDI_PSCOM_mpi_comm_commit_post_hook(MPIR_Comm *comm)
 
 int MPIDI_PSCOM_mpi_comm_free_hook(MPIR_Comm *comm)
 {
-    (void)comm;
+    MPIDI_PSCOM_msa_comm_free(comm);
     return MPI_SUCCESS;
 }
 

@@ -45,6 +45,7 @@ int MPIDI_PSCOM_connect_av(MPIDI_av_entry_t *av, const char *ep)
     int mpi_errno = MPI_SUCCESS;
     MPIDI_PSCOM_addr_t *a = &MPIDI_PSCOM_AV(av);
 
+    a->msa_module = -1; /* known only for our world (init_world) */
     a->ep = MPL_strdup(ep);
     MPIR_ERR_CHKANDJUMP(a->ep == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
     a->con = open_con(ep);

@@ -147,4 +147,6 @@ MPL_STATIC_INLINE_PREFIX pscom_connection_t *MPIDI_PSCOM_comm_con(MPIR_Comm *com
     return MPIDI_PSCOM_av_con(MPIDIU_comm_rank_to_av(comm, rank));
 }
 
+#include "pscom_msa.h"
+
 #endif /* PSCOM_IMPL_H_INCLUDED */

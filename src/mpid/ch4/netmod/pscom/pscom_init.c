@@ -45,6 +45,8 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
 
     pscom_env_register("mpi", env_rows);
     MPIDI_PSCOM_global.yield_idle = sched_yield_cfg < 0 ? oversubscribed() : sched_yield_cfg;
+    mpi_errno = MPIDI_PSCOM_msa_init(); /* PSP_MSA_*: a bad value fails MPI_Init */
+    MPIR_ERR_CHECK(mpi_errno);
 
     pscom_socket_t *socket = pscom_open_socket(0, 0);
     MPIR_ERR_CHKANDJUMP1(socket == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_socket",
@@ -76,26 +78,31 @@ int MPIDI_PSCOM_init_world(void)
     char *val = NULL;
     int val_max = MPIR_pmi_max_val_size();
 
+    val = MPL_malloc(val_max, MPL_MEM_ADDRESS);
+    MPIR_ERR_CHKANDJUMP(val == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
+    /* our business card: the endpoint plus the MSA ids (pscom_msa.c) */
+    MPIDI_PSCOM_msa_card(val, val_max, MPIDI_PSCOM_global.ep_str);
     snprintf(key, sizeof(key), EP_KEY_FMT, MPIR_Process.rank);
-    mpi_errno = MPIR_pmi_kvs_put(key, MPIDI_PSCOM_global.ep_str);
+    mpi_errno = MPIR_pmi_kvs_put(key, val);
     MPIR_ERR_CHECK(mpi_errno);
     mpi_errno = MPIR_pmi_barrier();
     MPIR_ERR_CHECK(mpi_errno);
 
-    val = MPL_malloc(val_max, MPL_MEM_ADDRESS);
-    MPIR_ERR_CHKANDJUMP(val == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
     for (int r = 0; r < MPIR_Process.size; r++) {
         if (r == MPIR_Process.rank) {
-            strcpy(val, MPIDI_PSCOM_global.ep_str);
+            MPIDI_PSCOM_msa_card(val, val_max, MPIDI_PSCOM_global.ep_str);
         } else {
             snprintf(key, sizeof(key), EP_KEY_FMT, r);
             mpi_errno = MPIR_pmi_kvs_get(r, key, val, val_max);
             MPIR_ERR_CHECK(mpi_errno);
         }
+        int module = MPIDI_PSCOM_msa_parse_card(val); /* leaves the endpoint in val */
         /* self too: a loopback connection keeps self-sends in pscom's matching order */
         mpi_errno = MPIDI_PSCOM_connect_av(&MPIDIU_get_av(0, r), val);
         MPIR_ERR_CHECK(mpi_errno);
+        MPIDI_PSCOM_AV(&MPIDIU_get_av(0, r)).msa_module = module;
     }
+    MPIDI_PSCOM_msa_world_done();
 
 fn_exit:
     MPL_free(val);
@@ -116,6 +123,7 @@ int MPIDI_PSCOM_mpi_finalize_hook(void)
     /* finish what completed but was not processed yet (e.g. last ssend acks) */
     pscom_progress(0);
     MPIDI_PSCOM_drain();
+    MPIDI_PSCOM_msa_finalize(); /* PSP_DEBUG_STATS: inter-module collective traffic */
 
     /* comm_world is gone already: synchronise through PMI, so nobody closes a connection
      * a peer still sends on, then let pscom flush and close everything */

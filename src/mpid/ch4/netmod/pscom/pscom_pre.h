@@ -32,11 +32,13 @@ typedef struct {
 /* Address vector entry: one (possibly on-demand) pscom connection per peer process. */
 typedef struct {
     struct pscom_connection *con;
-    char *ep; /* peer's endpoint string: its upid for dynamic processes */
+    char *ep;       /* peer's endpoint string: its upid for dynamic processes */
+    int msa_module; /* peer's MSA module (business card); -1 unknown (other worlds) */
 } MPIDI_PSCOM_addr_t;
 
+/* Communicator: the hierarchy of the MSA-aware collectives, built lazily (pscom_coll_msa.c) */
 typedef struct {
-    int unused;
+    void *msa;
 } MPIDI_PSCOM_comm_t;
 
 typedef struct {

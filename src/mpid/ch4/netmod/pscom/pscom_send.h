@@ -104,6 +104,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_isend_coll(const void *buf, MPI_Aint count
     default:
         MPIR_TAG_SET_ERROR_BIT(tag);
     }
+    MPIDI_PSCOM_MSA_COUNT_COLL(comm, rank, addr, count, datatype); /* PSP_DEBUG_STATS */
     return MPIDI_PSCOM_isend(buf, count, datatype, rank, tag, comm, context_offset, addr, request,
                              0);
 }

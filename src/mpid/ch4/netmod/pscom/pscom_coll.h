@@ -1,0 +1,116 @@
+/*
+ * Blocking collectives: MPICH's generic ones (netmod_am_fallback_coll.h: MPIR_*_impl over our
+ * point-to-point), except that Barrier, Bcast, Reduce, Allreduce and Scan go through
+ * pscom_coll_msa.c when PSP_MSA_AWARE_COLLOPS=1 (hierarchical: node, module, world) or
+ * PSP_DEBUG_STATS=1 (inter-module traffic per collective); Allgather and Alltoall only for the
+ * statistic. Otherwise the hooks cost one predictable branch.
+ */
+#ifndef PSCOM_COLL_H_INCLUDED
+#define PSCOM_COLL_H_INCLUDED
+
+#include "pscom_impl.h"
+
+/* MPICH's versions under other names; ours below take the names ch4 calls */
+#define MPIDI_NM_mpi_barrier   MPIDI_PSCOM_flat_barrier
+#define MPIDI_NM_mpi_bcast     MPIDI_PSCOM_flat_bcast
+#define MPIDI_NM_mpi_reduce    MPIDI_PSCOM_flat_reduce
+#define MPIDI_NM_mpi_allreduce MPIDI_PSCOM_flat_allreduce
+#define MPIDI_NM_mpi_scan      MPIDI_PSCOM_flat_scan
+#define MPIDI_NM_mpi_allgather MPIDI_PSCOM_flat_allgather
+#define MPIDI_NM_mpi_alltoall  MPIDI_PSCOM_flat_alltoall
+#include "netmod_am_fallback_coll.h"
+#undef MPIDI_NM_mpi_barrier
+#undef MPIDI_NM_mpi_bcast
+#undef MPIDI_NM_mpi_reduce
+#undef MPIDI_NM_mpi_allreduce
+#undef MPIDI_NM_mpi_scan
+#undef MPIDI_NM_mpi_allgather
+#undef MPIDI_NM_mpi_alltoall
+
+/* pscom_coll_msa.c */
+int MPIDI_PSCOM_msa_barrier(MPIR_Comm *comm, MPIR_Errflag_t *errflag);
+int MPIDI_PSCOM_msa_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
+                          MPIR_Comm *comm, MPIR_Errflag_t *errflag);
+int MPIDI_PSCOM_msa_reduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
+                           MPI_Datatype datatype, MPI_Op op, int root, MPIR_Comm *comm,
+                           MPIR_Errflag_t *errflag);
+int MPIDI_PSCOM_msa_allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
+                              MPI_Datatype datatype, MPI_Op op, MPIR_Comm *comm,
+                              MPIR_Errflag_t *errflag);
+int MPIDI_PSCOM_msa_scan(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
+                         MPI_Op op, MPIR_Comm *comm, MPIR_Errflag_t *errflag);
+int MPIDI_PSCOM_msa_allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                              void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                              MPIR_Comm *comm, MPIR_Errflag_t *errflag);
+int MPIDI_PSCOM_msa_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                             MPIR_Comm *comm, MPIR_Errflag_t *errflag);
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_barrier(MPIR_Comm *comm, MPIR_Errflag_t *errflag)
+{
+    if (unlikely(MPIDI_PSCOM_msa.coll_hooks))
+        return MPIDI_PSCOM_msa_barrier(comm, errflag);
+    return MPIR_Barrier_impl(comm, errflag);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype,
+                                                int root, MPIR_Comm *comm, MPIR_Errflag_t *errflag)
+{
+    if (unlikely(MPIDI_PSCOM_msa.coll_hooks))
+        return MPIDI_PSCOM_msa_bcast(buffer, count, datatype, root, comm, errflag);
+    return MPIR_Bcast_impl(buffer, count, datatype, root, comm, errflag);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_reduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
+                                                 MPI_Datatype datatype, MPI_Op op, int root,
+                                                 MPIR_Comm *comm, MPIR_Errflag_t *errflag)
+{
+    if (unlikely(MPIDI_PSCOM_msa.coll_hooks))
+        return MPIDI_PSCOM_msa_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, errflag);
+    return MPIR_Reduce_impl(sendbuf, recvbuf, count, datatype, op, root, comm, errflag);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_allreduce(const void *sendbuf, void *recvbuf,
+                                                    MPI_Aint count, MPI_Datatype datatype,
+                                                    MPI_Op op, MPIR_Comm *comm,
+                                                    MPIR_Errflag_t *errflag)
+{
+    if (unlikely(MPIDI_PSCOM_msa.coll_hooks))
+        return MPIDI_PSCOM_msa_allreduce(sendbuf, recvbuf, count, datatype, op, comm, errflag);
+    return MPIR_Allreduce_impl(sendbuf, recvbuf, count, datatype, op, comm, errflag);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_scan(const void *sendbuf, void *recvbuf, MPI_Aint count,
+                                               MPI_Datatype datatype, MPI_Op op, MPIR_Comm *comm,
+                                               MPIR_Errflag_t *errflag)
+{
+    if (unlikely(MPIDI_PSCOM_msa.coll_hooks))
+        return MPIDI_PSCOM_msa_scan(sendbuf, recvbuf, count, datatype, op, comm, errflag);
+    return MPIR_Scan_impl(sendbuf, recvbuf, count, datatype, op, comm, errflag);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_allgather(const void *sendbuf, MPI_Aint sendcount,
+                                                    MPI_Datatype sendtype, void *recvbuf,
+                                                    MPI_Aint recvcount, MPI_Datatype recvtype,
+                                                    MPIR_Comm *comm, MPIR_Errflag_t *errflag)
+{
+    if (unlikely(MPIDI_PSCOM_msa.coll_hooks))
+        return MPIDI_PSCOM_msa_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                         comm, errflag);
+    return MPIR_Allgather_impl(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                               errflag);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_alltoall(const void *sendbuf, MPI_Aint sendcount,
+                                                   MPI_Datatype sendtype, void *recvbuf,
+                                                   MPI_Aint recvcount, MPI_Datatype recvtype,
+                                                   MPIR_Comm *comm, MPIR_Errflag_t *errflag)
+{
+    if (unlikely(MPIDI_PSCOM_msa.coll_hooks))
+        return MPIDI_PSCOM_msa_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                        comm, errflag);
+    return MPIR_Alltoall_impl(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                              errflag);
+}
+
+#endif /* PSCOM_COLL_H_INCLUDED */
