@@ -495,10 +495,18 @@ static void precon_handler(pscom_ufd_t *ufd, uint32_t revents)
         ssize_t n = recv(pre->fd, pre->ibuf + pre->ilen, need - pre->ilen, 0);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
             const char *why = n == 0 ? "closed during the handshake" : strerror(errno);
-            if (outgoing)
+            if (outgoing) {
                 fail_outgoing(pre, PSCOM_ERR_IOERROR, why);
-            else
-                drop_incoming(pre, pre->ilen || pre->state != A_WAIT_HELLO ? why : NULL);
+            } else if (pre->ilen) {
+                drop_incoming(pre, why); /* a frame cut short: broken or not pscom */
+            } else {
+                /* between frames: the connecting side gave up or exited (e.g. while this
+                   job shuts down); nothing the user needs to see */
+                if (pre->state != A_WAIT_HELLO)
+                    PSCOM_LOG(2, "incoming connection from %s on %s: %s", pre->peer_str,
+                              pre->sock->ep, why);
+                drop_incoming(pre, NULL);
+            }
             return;
         }
         if (n < 0) {
