@@ -3,7 +3,8 @@
 # 2 pretend nodes each (PSP_SMP_NODE_ID / PSP_MSA_NODE_ID per block): split types, MPI_INFO_ENV,
 # mpi-ext.h, and the hierarchical collectives (PSP_MSA_AWARE_COLLOPS=1) against results
 # computed from every rank's input, for contiguous and interleaved module layouts; the
-# PSP_DEBUG_STATS line shows whether the hierarchy ran. PSP_MSA_AWARENESS=0 puts every rank in
+# PSP_DEBUG_STATS line shows whether the hierarchy ran. PSP_SMP_NODE_ID=-1 makes every process a
+# node of its own. PSP_MSA_AWARENESS=0 puts every rank in
 # module 0; a bad PSP_MSA_MODULE_ID fails the job with a message naming it. (msa.c)
 . "$(dirname "$0")/mpitest.sh"
 mpitest_build msa || mpitest_done
@@ -62,6 +63,8 @@ mpitest_merge "3 modules, PSP_MSA_NODE_ID" msa
 node_var=PSP_SMP_NODE_ID
 msa_job split.off PSP_MSA_AWARENESS 0 -- $L3I
 mpitest_merge "PSP_MSA_AWARENESS=0 (module 0 everywhere)" msa
+mpitest_job split.own 4 -genv PSP_SMP_NODE_ID -1 "$prog" split
+mpitest_merge "PSP_SMP_NODE_ID=-1 (a node per process)" msa
 
 # 2. collectives: hierarchical where the layout allows, and flat, against the reference
 msa_args=coll
