@@ -28,6 +28,8 @@
 #include <stdint.h>
 #include <limits.h>
 
+#include "vmhwm.h"
+
 enum { M_LAT = 1, M_BW = 2, M_AR = 4, M_BIBW = 8, M_RATE = 16, M_COLL = 32 };
 enum { TAG_LAT = 11, TAG_BW = 12, TAG_ACK = 13 };
 
@@ -792,24 +794,6 @@ static void bench(enum kernel k, const struct sizes *sz)
                    WINDOWED(k) && w != opt.window ? "  (verify: smaller window)" : "");
         fflush(stdout);
     }
-}
-
-/* Peak resident memory of this process (kB), from /proc/self/status; -1 where there is none. */
-static long vmhwm_kb(void)
-{
-    char line[256];
-    long kb = -1;
-    FILE *f = fopen("/proc/self/status", "r");
-
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (!strncmp(line, "VmHWM:", 6)) {
-            kb = strtol(line + 6, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return kb;
 }
 
 static void report_rss(void)

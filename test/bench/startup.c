@@ -13,22 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long vmhwm_kb(void)
-{
-    char line[256];
-    long kb = -1;
-    FILE *f = fopen("/proc/self/status", "r");
-
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (!strncmp(line, "VmHWM:", 6)) {
-            kb = strtol(line + 6, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return kb;
-}
+#include "vmhwm.h"
 
 int main(int argc, char **argv)
 {
