@@ -103,6 +103,7 @@ int MPIDI_PSCOM_init_world(void)
         MPIDI_PSCOM_AV(&MPIDIU_get_av(0, r)).msa_module = module;
     }
     MPIDI_PSCOM_msa_world_done();
+    MPIDI_PSCOM_global.world_done = 1;
 
 fn_exit:
     MPL_free(val);
@@ -131,6 +132,8 @@ int MPIDI_PSCOM_mpi_finalize_hook(void)
     MPIDI_PSCOM_global.finalizing = 1;
     for (int i = 0; i < MPIDIU_get_n_avts(); i++) {
         MPIDI_av_table_t *t = MPIDIU_get_av_table(i);
+        if (i == 0 && !MPIDI_PSCOM_global.world_done)
+            continue; /* sessions without MPI_COMM_WORLD: ch4 never asked us to fill it */
         for (int j = 0; t && j < t->size; j++) {
             MPL_free(MPIDI_PSCOM_AV(&t->table[j]).ep);
             MPIDI_PSCOM_AV(&t->table[j]).ep = NULL;

@@ -100,6 +100,12 @@ static void recv_finish(MPIR_Request *rreq, pscom_request_t *preq)
             MPI_Aint unpacked;
             MPIR_Typerep_unpack(r->pack_buf, bytes, r->user_buf, r->count, r->datatype, 0,
                                 &unpacked);
+            /* bytes that do not make whole elements of the receive type: the signatures of
+               the two sides differ */
+            if ((size_t)unpacked != bytes && rreq->status.MPI_ERROR == MPI_SUCCESS)
+                rreq->status.MPI_ERROR =
+                    MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                         MPI_ERR_TYPE, "**dtypemismatch", 0);
             bytes = unpacked;
         }
         MPIR_STATUS_SET_COUNT(rreq->status, bytes);
