@@ -298,6 +298,28 @@ int MPIDI_PSCOM_msa_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, i
     return mpi_errno;
 }
 
+/* Up the first two levels: the node's ranks reduce to the node leader, the module's node
+ * leaders to the module leader (all at root 0 of their level). On node leaders acc ends up
+ * holding their node's (module leader: module's) reduction; input may equal acc. */
+static int reduce_up(msa_comm_t *h, int me, const void *input, void *acc, MPI_Aint count,
+                     MPI_Datatype dt, MPI_Op op, MPIR_Errflag_t *errflag)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int node_leader = me == h->node_first[me], mod_leader = me == h->mod_first[me];
+
+    if (!node_leader)
+        return MPIR_Reduce_impl(input, NULL, count, dt, op, 0, h->node, errflag);
+    if (h->node_size > 1)
+        mpi_errno = MPIR_Reduce_impl(input == acc ? MPI_IN_PLACE : input, acc, count, dt, op, 0,
+                                     h->node, errflag);
+    else if (input != acc)
+        mpi_errno = MPIR_Localcopy(input, count, dt, acc, count, dt);
+    if (mpi_errno == MPI_SUCCESS && h->mod_size > 1)
+        mpi_errno = MPIR_Reduce_impl(mod_leader ? MPI_IN_PLACE : acc, mod_leader ? acc : NULL,
+                                     count, dt, op, 0, h->mod, errflag);
+    return mpi_errno;
+}
+
 /* ---- Reduce: nodes to their leaders, nodes to the module leaders, modules to the root's
  * module leader, which hands the result to the root ---- */
 
@@ -313,7 +335,7 @@ static int reduce_hier(msa_comm_t *h, MPIR_Comm *comm, const void *sendbuf, void
     void *mem = NULL, *mem2 = NULL, *acc = NULL;
 
     if (!node_leader) {
-        mpi_errno = MPIR_Reduce_impl(input, NULL, count, dt, op, 0, h->node, errflag);
+        mpi_errno = reduce_up(h, me, input, NULL, count, dt, op, errflag);
         MPIR_ERR_CHECK(mpi_errno);
         goto to_root;
     }
@@ -321,16 +343,8 @@ static int reduce_hier(msa_comm_t *h, MPIR_Comm *comm, const void *sendbuf, void
      * 4.0.2's reduce_scatter_gather breaks in place at another root, Debian's mpich too) */
     acc = tmp_alloc(count, dt, &mem);
     MPIR_ERR_CHKANDJUMP(!mem, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
-    if (h->node_size > 1)
-        mpi_errno = MPIR_Reduce_impl(input, acc, count, dt, op, 0, h->node, errflag);
-    else
-        mpi_errno = MPIR_Localcopy(input, count, dt, acc, count, dt);
+    mpi_errno = reduce_up(h, me, input, acc, count, dt, op, errflag);
     MPIR_ERR_CHECK(mpi_errno);
-    if (h->mod_size > 1) {
-        mpi_errno = MPIR_Reduce_impl(mod_leader ? MPI_IN_PLACE : acc, mod_leader ? acc : NULL,
-                                     count, dt, op, 0, h->mod, errflag);
-        MPIR_ERR_CHECK(mpi_errno);
-    }
     if (mod_leader && h->top_size > 1) {
         void *res = NULL;
         if (me == leader) {
@@ -391,22 +405,9 @@ static int allreduce_hier(msa_comm_t *h, MPIR_Comm *comm, const void *sendbuf, v
     int me = comm->rank;
     int node_leader = me == h->node_first[me], mod_leader = me == h->mod_first[me];
 
-    if (h->node_size > 1) {
-        if (node_leader)
-            mpi_errno = MPIR_Reduce_impl(sendbuf, recvbuf, count, dt, op, 0, h->node, errflag);
-        else
-            mpi_errno = MPIR_Reduce_impl(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, NULL, count,
-                                         dt, op, 0, h->node, errflag);
-    } else if (sendbuf != MPI_IN_PLACE) {
-        mpi_errno = MPIR_Localcopy(sendbuf, count, dt, recvbuf, count, dt);
-    }
+    mpi_errno = reduce_up(h, me, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
+                          node_leader ? recvbuf : NULL, count, dt, op, errflag);
     MPIR_ERR_CHECK(mpi_errno);
-    if (node_leader && h->mod_size > 1) {
-        mpi_errno =
-            MPIR_Reduce_impl(mod_leader ? MPI_IN_PLACE : recvbuf, mod_leader ? recvbuf : NULL,
-                             count, dt, op, 0, h->mod, errflag);
-        MPIR_ERR_CHECK(mpi_errno);
-    }
     if (mod_leader && h->top_size > 1) {
         mpi_errno = MPIR_Allreduce_impl(MPI_IN_PLACE, recvbuf, count, dt, op, h->top, errflag);
         MPIR_ERR_CHECK(mpi_errno);
