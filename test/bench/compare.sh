@@ -21,7 +21,7 @@ usage() {
 usage: test/bench/compare.sh [options]
   -r N      repeats per MPI and transport, interleaved A B C A B C (default $REPEATS)
   -n NP     also run allreduce with NP ranks (oversubscribes the 2 cores when NP > 2)
-  -t LIST   transports, comma list of shm,tcp (default shm,tcp)
+  -t LIST   transports, comma list of shm,tcp,ucp-tcp,ucp-sm (default shm,tcp)
   -m LIST   MPIs, comma list of ours,mpich,openmpi (default all three)
   -o FILE   summary CSV (default _build/bench/compare.csv; raw runs in FILE minus .csv + .raw.csv)
   -T SEC    timeout per mpiexec (default $TMO)
@@ -47,9 +47,6 @@ shift $((OPTIND - 1))
 [ $# -eq 0 ] || { usage >&2; exit 2; }
 [[ $REPEATS =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: bad -r $REPEATS" >&2; exit 2; }
 [ -z "$NP_AR" ] || [[ $NP_AR =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: bad -n $NP_AR" >&2; exit 2; }
-for t in $TRANSPORTS; do
-    case $t in shm | tcp) ;; *) echo "compare.sh: unknown transport $t" >&2; exit 2 ;; esac
-done
 RAW=${CSV%.csv}.raw.csv
 LOGS=$OUT/logs
 mkdir -p "$OUT" "$LOGS" "$(dirname "$CSV")" || exit 1
@@ -58,6 +55,9 @@ rm -f "$LOGS"/*.out "$LOGS"/*.err "$LOGS"/*.ucx.*
 # shellcheck disable=SC2034 # used by lib.sh
 OK_LINES='^(#|mode,|(lat|bw|allreduce),)' # expected stdout lines of mpi_pp --csv
 . "$ROOT/test/bench/lib.sh"
+for t in $TRANSPORTS; do
+    case $t in shm | tcp | ucp-tcp | ucp-sm) ;; *) echo "compare.sh: unknown transport $t" >&2; exit 2 ;; esac
+done
 bench_clean_env
 
 for m in $MPIS; do

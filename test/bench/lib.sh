@@ -10,7 +10,8 @@
 #                            check with ldd that it loads M's library; 1 (with a note) if not
 #   bench_available M        M's mpicc and mpiexec exist (else a note and 1)
 #   bench_run M TR TAG NP CHECK BIN ARGS...
-#                            one mpiexec under timeout; TR shm|tcp; CHECK 1: transport checks
+#                            one mpiexec under timeout; TR shm|tcp|ucp-tcp|ucp-sm (ucp: all
+#                            three over UCX with the same UCX_TLS); CHECK 1: transport checks
 #                            (see README.md), 0: none (nothing that slows start-up); output in
 #                            $LOGS/TAG.out and .err, seconds of the whole mpiexec in WALL
 #   check_idle WHEN          print the CPU use of the whole machine over 1 s (warn above 15%)
@@ -22,6 +23,8 @@ declare -A RUN=([ours]=$OURS_PREFIX/bin/mpiexec [mpich]=mpiexec.mpich [openmpi]=
 declare -A LIBPAT=([ours]="ch4:pscom" [mpich]="ch4:ucx" [openmpi]="Open MPI")
 FAILS=0 WARNS=0 WALL=
 OK_LINES=${OK_LINES:-'^(#|mode,)'}
+# UCX_TLS of the ucp transports: UCX over its tcp, or over its shared memory (+ cma) only
+declare -A UCP_TLS=([ucp-tcp]=tcp,self [ucp-sm]=posix,cma,self)
 
 # Nothing from the caller's environment may tune one MPI and not the others.
 bench_clean_env() {
@@ -101,6 +104,7 @@ bench_run() {
     ours)
         [ "$chk" = 1 ] && env=(PSP_DEBUG_CONTYPE=1) # one line per connection: "... via shm|tcp"
         [ "$tr" = tcp ] && env+=(PSP_SHM=0 PSP_UCP=0) # ucp (UCX) would win over tcp
+        [[ $tr == ucp-* ]] && env+=(PSP_SHM=0 PSP_TCP=0 "UCX_TLS=${UCP_TLS[$tr]}")
         cmd=("${RUN[$m]}" -n "$np")
         ;;
     mpich)
@@ -112,10 +116,15 @@ bench_run() {
         # shared memory and cma. So UCX_TLS=tcp,self alone forces tcp; MPIR_CVAR_NOLOCAL=1 is
         # what PEERS.md prescribes and harmless.
         [ "$tr" = tcp ] && { env+=(UCX_TLS=tcp,self); cmd+=(-genv MPIR_CVAR_NOLOCAL 1); }
+        [[ $tr == ucp-* ]] && env+=("UCX_TLS=${UCP_TLS[$tr]}")
         ;;
     openmpi)
-        cmd=("${RUN[$m]}" -n "$np" --mca pml ob1)
-        if [ "$tr" = tcp ]; then cmd+=(--mca btl tcp,self); else cmd+=(--mca btl vader,self); fi
+        if [[ $tr == ucp-* ]]; then
+            cmd=("${RUN[$m]}" -n "$np" --mca pml ucx --mca osc ucx -x "UCX_TLS=${UCP_TLS[$tr]}")
+        else
+            cmd=("${RUN[$m]}" -n "$np" --mca pml ob1)
+            if [ "$tr" = tcp ]; then cmd+=(--mca btl tcp,self); else cmd+=(--mca btl vader,self); fi
+        fi
         [ "$np" -gt "$(nproc)" ] && cmd+=(--oversubscribe)
         ;;
     esac
@@ -139,7 +148,7 @@ bench_run() {
     case $m in
     ours)
         if [ "$chk" = 1 ]; then
-            local want=$tr n_ok n_all
+            local want=${tr%%-*} n_ok n_all
             n_all=$(grep -c 'CONNECT .* via ' "$err")
             n_ok=$(grep -c "CONNECT .* via $want\$" "$err")
             if [ "$n_all" -eq 0 ] || [ "$n_ok" -ne "$n_all" ]; then
@@ -156,6 +165,7 @@ bench_run() {
             local eps allowed=tcp must=tcp
             eps=$(cat "$LOGS/$tag".ucx.* 2>/dev/null | grep 'ep_cfg')
             [ "$tr" = shm ] && { allowed='sysv|posix|cma|knem|xpmem'; must='sysv|posix'; }
+            [ "$tr" = ucp-sm ] && { allowed='posix|cma'; must='posix'; }
             if ! grep -q -E "($must)/" <<<"$eps" ||
                 sed 's/.*ep_cfg\[[0-9]*\]://' <<<"$eps" | tr ' ()' '\n\n\n' |
                 grep '/' | grep -qv -E "^($allowed|self)/"; then

@@ -32,7 +32,7 @@ usage: test/bench/suite.sh [options] RESULT_DIR
   -q        quick: 1 repetition, ~0.05 s per size, few sizes and rank counts (a smoke run)
   -r N      repetitions per MPI, interleaved A B C A B C (default 3, quick 1)
   -R N      repetitions of runs with 16 and more ranks (default 2, quick 1; at most -r)
-  -t LIST   transports, comma list of shm,tcp (default shm,tcp)
+  -t LIST   transports, comma list of shm,tcp,ucp-tcp,ucp-sm (default shm,tcp)
   -m LIST   MPIs, comma list of ours,mpich,openmpi (default all three)
   -p LIST   parts, comma list of pt2pt,coll,startup (default all three)
   -s SEC    seconds per measured size, mpi_pp --time (default 0.2, quick 0.05)
@@ -85,7 +85,7 @@ die() { echo "suite.sh: $*" >&2; exit 2; }
 for v in REPEATS BIG_REPEATS TMO; do [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "bad $v ${!v}"; done
 [ "$BIG_REPEATS" -le "$REPEATS" ] || BIG_REPEATS=$REPEATS
 for v in COLL_NPS START_NPS; do [[ ${!v} =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "bad rank list ${!v}"; done
-for t in $TRANSPORTS; do case $t in shm | tcp) ;; *) die "unknown transport $t" ;; esac; done
+for t in $TRANSPORTS; do case $t in shm | tcp | ucp-tcp | ucp-sm) ;; *) die "unknown transport $t" ;; esac; done
 for p in $PARTS; do case $p in pt2pt | coll | startup) ;; *) die "unknown part $p" ;; esac; done
 BW_SIZES=$(tr , '\n' <<<"$PP_SIZES" | grep -v -x 0 | paste -sd,)
 

@@ -22,6 +22,7 @@ pscom_con_t *pscom_con_create(pscom_sock_t *sock)
     con->rndv_threshold = SIZE_MAX;
     con->next_rndv_id = 1;
     list_init(&con->sendq);
+    list_init(&con->held_sends);
     list_init(&con->recvq);
     list_init(&con->genq);
     list_init(&con->rndv_sends);
@@ -136,6 +137,11 @@ PSCOM_API pscom_err_t pscom_connect(pscom_connection_t *connection, const char *
         ret = con->last_err ? con->last_err : PSCOM_ERR_CONNECTION_REFUSED;
     pscom_unlock();
     return ret;
+}
+
+void pscom_con_set_rendezvous(pscom_con_t *con, size_t threshold)
+{
+    con->rndv_threshold = threshold;
 }
 
 void pscom_con_established(pscom_con_t *con, const pscom_plugin_t *plugin, int fd)
@@ -262,7 +268,7 @@ static int flushed(void *arg)
 {
     flush_wait_t *f = arg;
     pscom_con_t *con = f->con;
-    if ((list_empty(&con->sendq) && list_empty(&con->rndv_sends)) ||
+    if ((list_empty(&con->sendq) && list_empty(&con->held_sends) && list_empty(&con->rndv_sends)) ||
         con->pub.state != PSCOM_CON_STATE_RW)
         return 1;
     if (f->deadline_ms && now_ms() > f->deadline_ms)

@@ -131,6 +131,29 @@ int pscom_write_get_iov(pscom_con_t *con, struct iovec iov[3])
     return n;
 }
 
+pscom_req_t *pscom_write_hold(pscom_con_t *con)
+{
+    pscom_req_t *req = list_entry(con->sendq.next, pscom_req_t, q);
+    for (int i = 0; i < 3; i++) {
+        pscom_stats.bytes_sent += req->iov[i].iov_len;
+        req->iov[i].iov_len = 0;
+    }
+    list_del(&req->q);
+    list_add_tail(&req->q, &con->held_sends);
+    pscom_stats.msgs_sent++;
+    return req;
+}
+
+void pscom_write_release(pscom_con_t *con, pscom_req_t *req, int failed)
+{
+    (void)con;
+    list_del(&req->q);
+    if (failed)
+        req_fail(req, 0);
+    else if (!(req->flags & RQ_RNDV_WAIT)) /* else it waits in con->rndv_sends */
+        pscom_req_complete(req);
+}
+
 int pscom_write_pending(pscom_con_t *con)
 {
     return !list_empty(&con->sendq);
@@ -657,6 +680,7 @@ void pscom_con_fail_requests(pscom_con_t *con, pscom_err_t err)
     list_head_t sends = LIST_HEAD_INIT(sends), recvs = LIST_HEAD_INIT(recvs);
     list_head_t rsends = LIST_HEAD_INIT(rsends), rrecvs = LIST_HEAD_INIT(rrecvs), *p;
     move_all(&con->sendq, &sends, 0);
+    move_all(&con->held_sends, &sends, 0);
     move_all(&con->recvq, &recvs, 0);
     move_all(&con->rndv_sends, &rsends, 0);
     move_all(&con->rndv_recvs, &rrecvs, 0);

@@ -19,10 +19,11 @@
 #include <sys/uio.h>
 #include "pscom.h"
 
-#define PSCOM_PLUGIN_API_VERSION 0x0100
-#define PSCOM_HS_BLOB_MAX        512 /* largest handshake blob of one plugin */
+#define PSCOM_PLUGIN_API_VERSION 0x0101 /* 0x0101: held sends, per-connection threshold, cma */
+#define PSCOM_HS_BLOB_MAX        512    /* largest handshake blob of one plugin */
 
 typedef struct pscom_con pscom_con_t;
+typedef struct pscom_req pscom_req_t; /* opaque to plugins */
 
 /* exported so that dlopen'ed plugins (libpscom4<name>.so) can call back into core */
 #define PSCOM_PLUGIN_API __attribute__((visibility("default")))
@@ -69,6 +70,12 @@ PSCOM_PLUGIN_API void pscom_con_set_transport(pscom_con_t *con, const pscom_con_
                                               void *data);
 PSCOM_PLUGIN_API void *pscom_con_transport_data(pscom_con_t *con);
 
+/* From con_start: this connection's eager/rendezvous threshold instead of the plugin's (e.g.
+   core's rendezvous only where the transport has none of its own). */
+PSCOM_PLUGIN_API void pscom_con_set_rendezvous(pscom_con_t *con, size_t threshold);
+/* Copy len bytes from address remote of process pid into dst (process_vm_readv, for
+   rndv_pull between processes of one node). 0, or -1 with errno. */
+PSCOM_PLUGIN_API int pscom_cma_read(int pid, void *dst, uint64_t remote, size_t len);
 /* Identity of the peer, known from the handshake. */
 PSCOM_PLUGIN_API int pscom_con_peer_pid(pscom_con_t *con);
 PSCOM_PLUGIN_API int pscom_con_peer_same_node(pscom_con_t *con);
@@ -88,6 +95,12 @@ PSCOM_PLUGIN_API void pscom_read_direct_done(pscom_con_t *con, size_t len);
 PSCOM_PLUGIN_API int pscom_write_get_iov(pscom_con_t *con, struct iovec iov[3]);
 /* len bytes of what pscom_write_get_iov returned have been sent (or copied away). */
 PSCOM_PLUGIN_API void pscom_write_done(pscom_con_t *con, size_t len);
+/* The transport took the whole message at the head of the send queue but still reads its
+   buffer (zero-copy): the message leaves the send queue, the next one may start; complete it
+   with pscom_write_release once the buffer is free (failed: with an error). A closed
+   connection fails held messages itself: no release after ops->close. */
+PSCOM_PLUGIN_API pscom_req_t *pscom_write_hold(pscom_con_t *con);
+PSCOM_PLUGIN_API void pscom_write_release(pscom_con_t *con, pscom_req_t *req, int failed);
 /* Is anything queued for sending? */
 PSCOM_PLUGIN_API int pscom_write_pending(pscom_con_t *con);
 

@@ -124,6 +124,7 @@ struct pscom_con {
     char log_name[PSCOM_NAME_MAX + PSCOM_EP_STR_MAX + 16];
 
     list_head_t sendq;
+    list_head_t held_sends; /* written, the transport still reads the buffer */
     list_head_t recvq;
     list_head_t genq;
     list_head_t rndv_sends;

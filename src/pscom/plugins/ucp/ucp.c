@@ -36,6 +36,11 @@ static const pscom_env_row_t ucp_env[] = {
      "Fetch large (UCX rendezvous) payloads straight into the matched receive buffer (0: into "
      "a temporary buffer, then copy).",
      PSCOM_ENV_BOOL, &ucp_cfg.direct, 0, 0},
+    {"PSP_UCP_CMA", "256k",
+     "On endpoints where UCX cannot detect a dead peer (its shared memory transports, which "
+     "then must not use UCX's rendezvous), messages of at least this size go by pscom's "
+     "rendezvous: the receiver copies them once with process_vm_readv (0: always eager).",
+     PSCOM_ENV_SIZE, &ucp_cfg.cma, 0, 0},
     {"PSP_UCP_HUP_MS", "300",
      "Milliseconds to wait for a peer's goodbye over UCX after its handshake socket closed "
      "before the connection counts as lost.",
@@ -178,8 +183,6 @@ static void ucp_write_start(pscom_con_t *con)
 
 /* ---- progress ---- */
 
-static void reap(uc_t *uc);
-
 static int do_work(void)
 {
     int made = 0;
@@ -192,7 +195,7 @@ static int do_work(void)
         made |= ucp_service(uc);
         uc->busy--;
         if (uc->dead)
-            reap(uc);
+            ucp_reap(uc);
     }
     return made;
 }
@@ -217,7 +220,7 @@ static int check_hups(int act, int *wait_ms)
         uc->busy++;
         ucp_fail(uc, PSCOM_OP_READ, PSCOM_ERR_IOERROR, "peer process exited");
         uc->busy--;
-        reap(uc);
+        ucp_reap(uc);
         return 1; /* the list changed; the others wait for the next round */
     }
     return 0;
@@ -228,7 +231,10 @@ static void reap_closing(void);
 static int ucp_poll(pscom_poller_t *p)
 {
     (void)p;
+    int saved = ucp_direct_feed;
+    ucp_direct_feed = 1;
     int made = ux_progress() != 0;
+    ucp_direct_feed = saved;
     if (work.wnext != &work)
         made |= do_work();
     if (n_hup)
@@ -302,7 +308,6 @@ static uc_t *uc_new(pscom_con_t *con)
         return NULL;
     uc->con = con;
     uc->fd = -1;
-    ucp_stream_init(uc);
     if (id_add(uc) != 0) {
         free(uc);
         return NULL;
@@ -312,7 +317,7 @@ static uc_t *uc_new(pscom_con_t *con)
 }
 
 /* Free uc once nothing refers to it any more. */
-static void reap(uc_t *uc)
+void ucp_reap(uc_t *uc)
 {
     if (!uc->dead || uc->busy || uc->ops || uc->on_work)
         return;
@@ -329,7 +334,7 @@ static void reap_closing(void)
 {
     for (uc_t *uc = closing.next, *next; uc != &closing; uc = next) {
         next = uc->next;
-        reap(uc);
+        ucp_reap(uc);
     }
 }
 
@@ -352,7 +357,7 @@ static void uc_shutdown(uc_t *uc)
         n_hup--;
         uc->hup_at = 0;
     }
-    ucp_rx_drop_all(uc);
+    ucp_drop_all(uc);
     if (force && uc->fd >= 0) { /* no goodbye to order it after */
         close(uc->fd);
         uc->fd = -1;
@@ -368,6 +373,10 @@ static void uc_shutdown(uc_t *uc)
            it completes when the peer takes it, unless the peer is gone (then it never moves
            again: UCX keeps it until exit) */
         int wait = force && !(uc->eager && uc->gone);
+        if (wait && ux_in_progress()) { /* closed from a callback: cannot progress here */
+            PSCOM_LOG(3, "ucp: connection closed inside UCX progress; not waiting");
+            wait = 0;
+        }
         while ((uc->ops || uc->close_req) && wait && now_ms() < uc->close_at + 2000) {
             ux_progress();
             if (uc->close_req && ux_close_done(uc->close_req))
@@ -377,7 +386,7 @@ static void uc_shutdown(uc_t *uc)
             PSCOM_LOG(2, "ucp: %u operations still in flight after closing a connection", uc->ops);
     }
     list_add(&closing, uc);
-    reap(uc);
+    ucp_reap(uc);
 }
 
 static void ucp_close(pscom_con_t *con)
@@ -388,10 +397,26 @@ static void ucp_close(pscom_con_t *con)
         uc_shutdown(uc);
 }
 
+/* Core's rendezvous, only on eager-only endpoints to peers on this node (ucp_start) */
+static int ucp_rndv_pull(pscom_con_t *con, void *dst, uint64_t remote, size_t len)
+{
+    uc_t *uc = pscom_con_transport_data(con);
+    if (!uc || !uc->cma_ok)
+        return -1;
+    if (pscom_cma_read(pscom_con_peer_pid(con), dst, remote, len) == 0)
+        return 0;
+    if (errno == EPERM || errno == ENOSYS || errno == EACCES) {
+        uc->cma_ok = 0;
+        PSCOM_LOG(2, "single-copy from %s not permitted (%s); the sender pushes through UCX",
+                  pscom_con_name(con), strerror(errno));
+    }
+    return -1; /* core asks the sender to push the data */
+}
+
 static const pscom_con_ops_t ucp_ops = {
     .write_start = ucp_write_start,
     .close = ucp_close,
-    .rndv_pull = NULL, /* UCX does its own rendezvous; core's pushes where asked for */
+    .rndv_pull = ucp_rndv_pull,
 };
 
 /* ---- handshake ---- */
@@ -522,6 +547,10 @@ static void ucp_start(pscom_con_t *con, int fd)
     uc->started = 1;
     list_add(&active, uc);
     pscom_con_set_transport(con, &ucp_ops, uc);
+    /* UCX's own rendezvous is off here (see uc_connect): large messages go by core's */
+    uc->cma_ok = uc->eager && ucp_cfg.cma && pscom_con_peer_same_node(con);
+    if (uc->cma_ok)
+        pscom_con_set_rendezvous(con, ucp_cfg.cma);
     if (uc->rx_head || uc->ep_err)
         ucp_work_add(uc); /* arrived before the handshake ended */
 }
@@ -579,7 +608,6 @@ static void ucp_destroy(void)
         work_del(uc);
         if (uc->fd >= 0)
             close(uc->fd);
-        free(uc->tx_hbuf);
         free(uc);
     }
     free(ids);

@@ -14,6 +14,7 @@
 extern struct ucp_cfg {
     size_t small;
     int direct;
+    size_t cma;
     unsigned hup_ms;
 } ucp_cfg;
 
@@ -31,9 +32,19 @@ typedef struct ucp_hdr {
 } ucp_hdr_t;
 
 enum { RX_NEW, RX_FETCHING, RX_FETCHED, RX_FAILED };
-enum { TX_IDLE, TX_BUSY, TX_DONE, TX_FAILED };
 
 typedef struct uc uc_t;
+
+/* A large send in flight: UCX reads the user's buffer until done; core holds the request */
+typedef struct tx tx_t;
+struct tx {
+    ux_op_t op;
+    tx_t *next; /* uc->tx_done list */
+    uc_t *uc;
+    pscom_req_t *req;
+    const char *err;
+    unsigned char hdr[]; /* ucp_hdr_t + pscom header and xheader */
+};
 
 typedef struct rx rx_t;
 struct rx {
@@ -42,6 +53,7 @@ struct rx {
     uc_t *uc;
     uint32_t seq, kind;
     int rndv, state;
+    int copied; /* data is our copy (after the header bytes), not UCX's */
     void *data; /* the payload (eager) or UCX's descriptor (rendezvous) */
     size_t len;
     unsigned char *pre; /* hlen stream bytes from the header, fed before the payload */
@@ -57,22 +69,19 @@ struct uc {
     ux_ep_t *ep;
     uint64_t id, peer_id;
     uint32_t tx_seq, rx_seq;
-    ux_op_t tx_op;          /* the send of a user buffer in flight */
-    unsigned char *tx_hbuf; /* its header (ucp_hdr_t + pscom header and xheader) */
-    size_t tx_len;
-    int tx_state;
-    const char *tx_err;
-    rx_t *rx_head, *rx_tail; /* arrived, not fed yet, by seq */
-    rx_t *rx_cur;            /* taken from rx_head: its rendezvous payload is being fetched */
-    unsigned ops;            /* UCX operations in flight that point into this */
+    tx_t *tx_done, *tx_done_tail; /* large sends UCX completed, to release to core */
+    rx_t *rx_head, *rx_tail;      /* arrived, not fed yet, by seq */
+    rx_t *rx_cur;                 /* taken from rx_head: its rendezvous payload is being fetched */
+    unsigned ops;                 /* UCX operations in flight that point into this */
     pscom_ufd_t ufd;
     int fd, ufd_on;
     uint64_t hup_at; /* ms: when the handshake socket closed; 0: open */
     const char *ep_err;
     void *close_req;
     uint64_t close_at;
-    int eager; /* no UCX rendezvous: the endpoint has no peer failure detection */
-    int gone;  /* closed after the peer went away */
+    int eager;  /* no UCX rendezvous: the endpoint has no peer failure detection */
+    int gone;   /* closed after the peer went away */
+    int cma_ok; /* core's rendezvous with a process_vm_readv pull (eager endpoints) */
     int started, busy, dead, bye, on_work, on_list;
 };
 
@@ -83,18 +92,22 @@ uc_t *ucp_id_find(uint64_t id);
 void ucp_work_add(uc_t *uc); /* uc has something to do in the next poll */
 /* The connection failed (no-op once it is closed): core closes it. */
 void ucp_fail(uc_t *uc, pscom_op_t op, pscom_err_t err, const char *why);
+/* Free a dead connection once nothing refers to it any more. */
+void ucp_reap(uc_t *uc);
 
 /* ucp_stream.c */
-void ucp_stream_init(uc_t *uc);
+/* Set while ucp_poll progresses UCX: a message that is next in order may go to core from
+   the callback (never from progress inside a handshake or close) */
+extern int ucp_direct_feed;
 /* UCX's active message callback (see ux_recv_fn) */
-int ucp_on_recv(const void *hdr, size_t hlen, void *data, size_t len, int rndv);
+int ucp_on_recv(const void *hdr, size_t hlen, void *data, size_t len, int rndv, int keep_ok);
 /* Send what core has queued, as far as it goes. */
 void ucp_write(uc_t *uc);
 /* Handle completions and feed what arrived in order. Nonzero if anything happened. */
 int ucp_service(uc_t *uc);
 /* The goodbye after the last data. 0, or -1. */
 int ucp_send_bye(uc_t *uc);
-/* Drop what arrived and was not fed (at close). */
-void ucp_rx_drop_all(uc_t *uc);
+/* Drop what arrived and was not fed, and completed sends not released (at close). */
+void ucp_drop_all(uc_t *uc);
 
 #endif

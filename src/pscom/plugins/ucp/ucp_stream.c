@@ -19,7 +19,7 @@ typedef struct bounce {
 
 static void rx_free(rx_t *rx)
 {
-    if (rx->data)
+    if (rx->data && !rx->copied)
         ux_release(rx->data); /* a payload, or a rendezvous descriptor: completes the sender */
     free(rx->tmp);
     free(rx);
@@ -27,7 +27,25 @@ static void rx_free(rx_t *rx)
 
 /* ---- UCX callbacks: record only ---- */
 
-int ucp_on_recv(const void *hdr, size_t hlen, void *data, size_t len, int rndv)
+int ucp_direct_feed;
+
+/* The next message of a connection with nothing queued, arriving during ucp_poll's progress:
+   core gets it straight from UCX's receive buffer (the common case of a small message). */
+static int feed_now(uc_t *uc, const ucp_hdr_t *h, const void *hdr, const void *data, size_t len)
+{
+    uc->rx_seq++;
+    uc->busy++;
+    if (h->hlen)
+        pscom_read_feed(uc->con, (const char *)hdr + sizeof(*h), h->hlen);
+    if (len && !uc->dead)
+        pscom_read_feed(uc->con, data, len);
+    uc->busy--;
+    if (uc->dead)
+        ucp_reap(uc);
+    return 0;
+}
+
+int ucp_on_recv(const void *hdr, size_t hlen, void *data, size_t len, int rndv, int keep_ok)
 {
     ucp_hdr_t h;
     if (hlen < sizeof(h)) {
@@ -43,7 +61,12 @@ int ucp_on_recv(const void *hdr, size_t hlen, void *data, size_t len, int rndv)
         ucp_work_add(uc);
         return 0;
     }
-    rx_t *rx = calloc(1, sizeof(*rx) + h.hlen);
+    if (ucp_direct_feed && !rndv && h.kind == K_DATA && uc->started && !uc->rx_head &&
+        !uc->rx_cur && !uc->busy && h.seq == uc->rx_seq && !uc->ep_err)
+        return feed_now(uc, &h, hdr, data, len);
+    /* eager data that UCX does not let us keep: copied behind the header bytes */
+    int copy = !rndv && !keep_ok;
+    rx_t *rx = malloc(sizeof(*rx) + h.hlen + (copy ? len : 0));
     if (!rx) {
         uc->ep_err = "out of memory";
         ucp_work_add(uc);
@@ -58,6 +81,12 @@ int ucp_on_recv(const void *hdr, size_t hlen, void *data, size_t len, int rndv)
                  .pre = (unsigned char *)(rx + 1),
                  .pre_len = h.hlen};
     memcpy(rx->pre, (const char *)hdr + sizeof(h), h.hlen);
+    if (copy) {
+        rx->data = rx->pre + h.hlen;
+        rx->copied = 1;
+        if (len)
+            memcpy(rx->data, data, len);
+    }
     /* in order almost always: append; else find the place */
     if (!uc->rx_head || (int32_t)(h.seq - uc->rx_tail->seq) > 0) {
         if (uc->rx_head)
@@ -74,21 +103,26 @@ int ucp_on_recv(const void *hdr, size_t hlen, void *data, size_t len, int rndv)
     }
     if (uc->started)
         ucp_work_add(uc);
-    return 1;
+    return !copy;
 }
 
 static void tx_done(ux_op_t *op, const char *err)
 {
-    uc_t *uc = container_of(op, uc_t, tx_op);
+    tx_t *tx = container_of(op, tx_t, op);
+    uc_t *uc = tx->uc;
     uc->ops--;
-    uc->tx_state = err ? TX_FAILED : TX_DONE;
-    uc->tx_err = err;
-    if (!uc->dead) {
-        ucp_work_add(uc);
-    } else {
-        free(uc->tx_hbuf);
-        uc->tx_hbuf = NULL;
+    if (uc->dead) { /* core failed the request when it closed the connection */
+        free(tx);
+        return;
     }
+    tx->err = err;
+    tx->next = NULL;
+    if (uc->tx_done)
+        uc->tx_done_tail->next = tx;
+    else
+        uc->tx_done = tx;
+    uc->tx_done_tail = tx;
+    ucp_work_add(uc);
 }
 
 static void rx_done(ux_op_t *op, const char *err)
@@ -139,14 +173,45 @@ static int send_copy(uc_t *uc, const struct iovec *iov, int n, size_t len, uint3
     return 0;
 }
 
+/* Small messages: assembled on the stack and sent if UCX takes them at once (no allocation,
+   no completion to wait for). 0 sent, 1 not now, -1 failed. */
+#define SEND_NOW_MAX 1024
+
+static int send_now(uc_t *uc, const struct iovec *iov, int n, size_t len)
+{
+    _Alignas(8) unsigned char buf[SEND_NOW_MAX];
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    ucp_hdr_t h = {.id = uc->peer_id, .seq = uc->tx_seq, .kind = K_DATA};
+    const char *why = NULL;
+    int r = ux_send_now(uc->ep, &h, sizeof(h), buf, len, &why);
+    if (r == 0)
+        uc->tx_seq++;
+    else if (r < 0)
+        ucp_fail(uc, PSCOM_OP_WRITE, PSCOM_ERR_IOERROR, why);
+    return r;
+}
+
 void ucp_write(uc_t *uc)
 {
     struct iovec iov[3];
     int n;
-    while (!uc->dead && uc->tx_state == TX_IDLE && (n = pscom_write_get_iov(uc->con, iov)) > 0) {
+    while (!uc->dead && (n = pscom_write_get_iov(uc->con, iov)) > 0) {
         size_t total = 0;
         for (int i = 0; i < n; i++)
             total += iov[i].iov_len;
+        if (total <= SEND_NOW_MAX) {
+            int r = send_now(uc, iov, n, total);
+            if (r < 0)
+                return;
+            if (r == 0) {
+                pscom_write_done(uc->con, total);
+                continue;
+            }
+        }
         if (total <= ucp_cfg.small) {
             if (send_copy(uc, iov, n, total, K_DATA) != 0)
                 return;
@@ -162,21 +227,23 @@ void ucp_write(uc_t *uc)
             pscom_write_done(uc->con, pre);
             continue;
         }
-        unsigned char *hb = malloc(sizeof(ucp_hdr_t) + pre);
-        if (!hb) {
+        tx_t *tx = malloc(sizeof(*tx) + sizeof(ucp_hdr_t) + pre);
+        if (!tx) {
             ucp_fail(uc, PSCOM_OP_WRITE, PSCOM_ERR_NOMEM, "out of memory");
             return;
         }
+        tx->op.done = tx_done;
+        tx->uc = uc;
         ucp_hdr_t h = {
             .id = uc->peer_id, .seq = uc->tx_seq++, .kind = K_DATA, .hlen = (uint16_t)pre};
-        memcpy(hb, &h, sizeof(h));
+        memcpy(tx->hdr, &h, sizeof(h));
         for (int i = 0, off = sizeof(h); i < n - 1; off += (int)iov[i].iov_len, i++)
-            memcpy(hb + off, iov[i].iov_base, iov[i].iov_len);
+            memcpy(tx->hdr + off, iov[i].iov_base, iov[i].iov_len);
         const char *why = NULL;
-        int r = ux_send(uc->ep, hb, sizeof(h) + pre, iov[n - 1].iov_base, iov[n - 1].iov_len,
-                        uc->eager, &uc->tx_op, &why);
+        int r = ux_send(uc->ep, tx->hdr, sizeof(h) + pre, iov[n - 1].iov_base, iov[n - 1].iov_len,
+                        uc->eager, &tx->op, &why);
         if (r <= 0)
-            free(hb);
+            free(tx);
         if (r < 0) {
             ucp_fail(uc, PSCOM_OP_WRITE, PSCOM_ERR_IOERROR, why);
             return;
@@ -185,10 +252,9 @@ void ucp_write(uc_t *uc)
             pscom_write_done(uc->con, total);
             continue;
         }
-        /* the request completes when UCX no longer needs the user's buffer */
-        uc->tx_hbuf = hb;
-        uc->tx_len = total;
-        uc->tx_state = TX_BUSY;
+        /* UCX reads the user's buffer until tx_done: the next messages need not wait for
+           that (a window of large sends streams), the request completes then */
+        tx->req = pscom_write_hold(uc->con);
         uc->ops++;
     }
 }
@@ -281,8 +347,13 @@ static int uc_drain(uc_t *uc)
     return made;
 }
 
-void ucp_rx_drop_all(uc_t *uc)
+void ucp_drop_all(uc_t *uc)
 {
+    while (uc->tx_done) { /* their requests: core fails the held ones at close */
+        tx_t *tx = uc->tx_done;
+        uc->tx_done = tx->next;
+        free(tx);
+    }
     rx_t *rx = uc->rx_head;
     uc->rx_head = uc->rx_tail = NULL;
     while (rx) {
@@ -301,21 +372,22 @@ void ucp_rx_drop_all(uc_t *uc)
 int ucp_service(uc_t *uc)
 {
     int made = 0;
-    if (uc->tx_state == TX_DONE || uc->tx_state == TX_FAILED) {
-        free(uc->tx_hbuf);
-        uc->tx_hbuf = NULL;
-    }
-    if (uc->tx_state == TX_DONE) {
-        uc->tx_state = TX_IDLE;
-        pscom_write_done(uc->con, uc->tx_len);
+    while (uc->tx_done && !uc->dead) {
+        tx_t *tx = uc->tx_done;
+        uc->tx_done = tx->next;
+        const char *err = tx->err;
+        pscom_req_t *req = tx->req;
+        free(tx);
         made = 1;
-    } else if (uc->tx_state == TX_FAILED) {
-        ucp_fail(uc, PSCOM_OP_WRITE, PSCOM_ERR_IOERROR, uc->tx_err);
-        return 1;
+        pscom_write_release(uc->con, req, err != NULL);
+        if (err && !uc->dead) {
+            ucp_fail(uc, PSCOM_OP_WRITE, PSCOM_ERR_IOERROR, err);
+            return 1;
+        }
     }
     if (!uc->dead)
         made |= uc_drain(uc);
-    if (!uc->dead && uc->tx_state == TX_IDLE && pscom_write_pending(uc->con))
+    if (!uc->dead && pscom_write_pending(uc->con))
         ucp_write(uc);
     if (!uc->dead && uc->ep_err && !uc->bye) {
         ucp_fail(uc, PSCOM_OP_READ, PSCOM_ERR_IOERROR, uc->ep_err);
@@ -328,9 +400,4 @@ int ucp_send_bye(uc_t *uc)
 {
     struct iovec none = {NULL, 0};
     return send_copy(uc, &none, 0, 0, K_BYE);
-}
-
-void ucp_stream_init(uc_t *uc)
-{
-    uc->tx_op.done = tx_done;
 }

@@ -57,9 +57,9 @@ static ucs_status_t am_cb(void *arg, const void *header, size_t header_length, v
 {
     (void)arg;
     int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-    int keep = ux.on_recv(header, header_length, data, length, rndv);
-    /* UCP_AM_FLAG_PERSISTENT_DATA: eager data can always be kept */
-    return keep ? UCS_INPROGRESS : UCS_OK;
+    int keep_ok = rndv || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA);
+    int keep = ux.on_recv(header, header_length, data, length, rndv, keep_ok);
+    return keep && keep_ok ? UCS_INPROGRESS : UCS_OK;
 }
 
 static void ep_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
@@ -124,7 +124,9 @@ int ux_init(ux_recv_fn on_recv, ux_ep_error_fn on_error, size_t *max_header, cha
         .id = AM_ID,
         .cb = am_cb,
         .arg = NULL,
-        .flags = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA};
+        /* no UCP_AM_FLAG_PERSISTENT_DATA: UCX would copy every short message out of its
+           receive buffer for us; most are fed to core in the callback instead */
+        .flags = UCP_AM_FLAG_WHOLE_MSG};
     st = ucp_worker_set_am_recv_handler(ux.worker, &hp);
     if (st != UCS_OK)
         return failed("ucp_worker_set_am_recv_handler", st, why, whylen);
@@ -153,9 +155,21 @@ int ux_efd(void)
     return ux.efd;
 }
 
+static int progressing;
+
 unsigned ux_progress(void)
 {
-    return ucp_worker_progress(ux.worker);
+    if (progressing)
+        return 0;
+    progressing = 1;
+    unsigned n = ucp_worker_progress(ux.worker);
+    progressing = 0;
+    return n;
+}
+
+int ux_in_progress(void)
+{
+    return progressing;
 }
 
 int ux_arm(void)
@@ -239,6 +253,25 @@ int ux_send(ux_ep_t *ep, const void *hdr, size_t hlen, const void *data, size_t 
                              .user_data = op,
                              .flags = eager ? UCP_AM_SEND_FLAG_EAGER : 0};
     return started(ucp_am_send_nbx((ucp_ep_h)ep, AM_ID, hdr, hlen, data, len, &p), why);
+}
+
+int ux_send_now(ux_ep_t *ep, const void *hdr, size_t hlen, const void *data, size_t len,
+                const char **why)
+{
+    ucp_request_param_t p = {.op_attr_mask =
+                                 UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL,
+                             .flags = UCP_AM_SEND_FLAG_EAGER};
+    ucs_status_ptr_t r = ucp_am_send_nbx((ucp_ep_h)ep, AM_ID, hdr, hlen, data, len, &p);
+    if (r == NULL)
+        return 0;
+    if (UCS_PTR_IS_PTR(r)) { /* not expected with FORCE_IMM_CMPL: it went anyway */
+        ucp_request_free(r);
+        return 0;
+    }
+    if (UCS_PTR_STATUS(r) == UCS_ERR_NO_RESOURCE)
+        return 1;
+    *why = ucs_status_string(UCS_PTR_STATUS(r));
+    return -1;
 }
 
 int ux_recv(void *desc, void *buf, size_t len, ux_op_t *op, const char **why)

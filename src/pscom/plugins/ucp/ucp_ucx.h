@@ -21,8 +21,10 @@ struct ux_op {
 
 /* A message arrived: hdr/hlen the sender's header, data/len the payload. rndv: data is a
    descriptor for ux_recv() (len bytes to fetch), else the payload itself. Return 1 to keep
-   data (later ux_release() or ux_recv()), 0 to drop it (a dropped rndv completes the sender). */
-typedef int (*ux_recv_fn)(const void *hdr, size_t hlen, void *data, size_t len, int rndv);
+   data (later ux_release() or ux_recv()), 0 to drop it (a dropped rndv completes the sender).
+   Eager data may only be kept when keep_ok is set; else it is gone after the return. */
+typedef int (*ux_recv_fn)(const void *hdr, size_t hlen, void *data, size_t len, int rndv,
+                          int keep_ok);
 /* The endpoint created with this user pointer failed (peer gone or unreachable). */
 typedef void (*ux_ep_error_fn)(void *user, const char *why);
 
@@ -35,8 +37,11 @@ void ux_destroy(void);
 const void *ux_address(size_t *len);
 /* The wakeup fd (EPOLLIN when there is something to progress after ux_arm()). */
 int ux_efd(void);
-/* One ucp_worker_progress; nonzero if anything happened. */
+/* One ucp_worker_progress; nonzero if anything happened. A call from inside a callback (UCX
+   forbids progress there) does nothing and returns 0. */
 unsigned ux_progress(void);
+/* Nonzero while ux_progress runs (inside a callback). */
+int ux_in_progress(void);
 /* Arm the wakeup fd before blocking: 0 armed, 1 events are pending (do not block). */
 int ux_arm(void);
 
@@ -57,6 +62,10 @@ void ux_close_forget(void *handle);
    -1: failed (why set). */
 int ux_send(ux_ep_t *ep, const void *hdr, size_t hlen, const void *data, size_t len, int eager,
             ux_op_t *op, const char **why);
+/* Send hdr+data as one eager active message only if UCX can complete it at once (the buffers
+   are free again on return). 0: sent, 1: not now (use ux_send), -1: failed (why set). */
+int ux_send_now(ux_ep_t *ep, const void *hdr, size_t hlen, const void *data, size_t len,
+                const char **why);
 /* Fetch the payload of a kept rndv message into buf (len bytes). Same returns as ux_send. */
 int ux_recv(void *desc, void *buf, size_t len, ux_op_t *op, const char **why);
 /* Give back the payload of a kept (non-rndv) message. */
