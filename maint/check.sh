@@ -35,6 +35,20 @@ if [ -x "$top/install/bin/mpiexec" ]; then
     # the ucp plugin (when built) ranks above tcp: switch it off too to force tcp
     echo "== MPI tests with PSP_SHM=0 PSP_UCP=0 (tcp only)"
     PSMPI_PREFIX="$top/install" PSP_SHM=0 PSP_UCP=0 prove test/mpi/ || status=1
+    # a representative set under the other transport choices: shm off (ucp if built, else
+    # tcp), and ucp alone over UCX's tcp and over UCX's shared memory (when the plugin is there)
+    rep="test/mpi/ring.t test/mpi/pt2pt.t test/mpi/coll.t test/mpi/rma.t test/mpi/datatype.t"
+    echo "== MPI tests, representative set, with PSP_SHM=0"
+    PSMPI_PREFIX="$top/install" MPITEST_NPS="2 4" PSP_SHM=0 prove $rep || status=1
+    if "$top/install/bin/pscom_info" 2>/dev/null | grep -qE '^ *ucp +[0-9]+ +[^ ]+ +yes'; then
+        for tls in tcp posix,cma,self; do
+            echo "== MPI tests, representative set, ucp only with UCX_TLS=$tls"
+            PSMPI_PREFIX="$top/install" MPITEST_NPS="2 4" PSP_SHM=0 PSP_TCP=0 UCX_TLS=$tls \
+                prove $rep || status=1
+        done
+    else
+        echo "== MPI tests over ucp skipped: pscom_info lists no usable ucp plugin"
+    fi
 else
     echo "== MPI tests skipped: no install/bin/mpiexec (maint/build.sh builds and installs it)"
 fi

@@ -106,6 +106,25 @@ static int con_settled(void *arg)
     return con->pub.state == PSCOM_CON_STATE_RW || con->pub.state >= PSCOM_CON_STATE_CLOSED;
 }
 
+PSCOM_API pscom_err_t pscom_con_connect_now(pscom_connection_t *connection)
+{
+    pscom_con_t *con = get_con(connection);
+    pscom_lock();
+    int ondemand = con->pub.state == PSCOM_CON_STATE_ONDEMAND;
+    if (ondemand)
+        pscom_con_start_connect(con);
+    pscom_unlock();
+    return ondemand ? PSCOM_SUCCESS : PSCOM_ERR_ALREADY;
+}
+
+PSCOM_API int pscom_con_settled(pscom_connection_t *connection)
+{
+    pscom_lock();
+    int settled = con_settled(get_con(connection));
+    pscom_unlock();
+    return settled;
+}
+
 PSCOM_API pscom_err_t pscom_connect(pscom_connection_t *connection, const char *ep_str, int flags)
 {
     pscom_con_t *con = get_con(connection);

@@ -44,15 +44,15 @@ extern "C" {
 
 typedef enum pscom_err {
     PSCOM_SUCCESS = 0,
-    PSCOM_ERR_STDERROR = -1,   /* see errno */
-    PSCOM_ERR_INVALID = -2,    /* bad argument */
-    PSCOM_ERR_ALREADY = -3,    /* already done (e.g. connect twice) */
+    PSCOM_ERR_STDERROR = -1, /* see errno */
+    PSCOM_ERR_INVALID = -2,  /* bad argument */
+    PSCOM_ERR_ALREADY = -3,  /* already done (e.g. connect twice) */
     PSCOM_NOT_IMPLEMENTED = -4,
-    PSCOM_ERR_EOF = -5,        /* peer closed the connection */
-    PSCOM_ERR_IOERROR = -6,    /* transport failed; peer probably died */
+    PSCOM_ERR_EOF = -5,     /* peer closed the connection */
+    PSCOM_ERR_IOERROR = -6, /* transport failed; peer probably died */
     PSCOM_ERR_UNSUPPORTED_VERSION = -7,
     PSCOM_ERR_CONNECTION_REFUSED = -8,
-    PSCOM_ERR_PROTOCOL = -9,   /* peer sent something malformed */
+    PSCOM_ERR_PROTOCOL = -9, /* peer sent something malformed */
     PSCOM_ERR_NOMEM = -10,
 } pscom_err_t;
 
@@ -65,28 +65,28 @@ typedef enum pscom_op {
 
 typedef enum pscom_con_state {
     PSCOM_CON_STATE_NO_RW = 0,
-    PSCOM_CON_STATE_ONDEMAND = 1,  /* address known; connects on first send */
+    PSCOM_CON_STATE_ONDEMAND = 1, /* address known; connects on first send */
     PSCOM_CON_STATE_CONNECTING = 2,
     PSCOM_CON_STATE_ACCEPTING = 3,
-    PSCOM_CON_STATE_RW = 4,        /* established */
+    PSCOM_CON_STATE_RW = 4, /* established */
     PSCOM_CON_STATE_CLOSING = 5,
-    PSCOM_CON_STATE_CLOSED = 6,    /* orderly closed by either side */
-    PSCOM_CON_STATE_ERROR = 7,     /* broken; see the error callback */
+    PSCOM_CON_STATE_CLOSED = 6, /* orderly closed by either side */
+    PSCOM_CON_STATE_ERROR = 7,  /* broken; see the error callback */
 } pscom_con_state_t;
 
 /* Request state bits. */
-#define PSCOM_REQ_STATE_SEND        0x00000001u
-#define PSCOM_REQ_STATE_RECV        0x00000002u
-#define PSCOM_REQ_STATE_GRECV       0x00000004u /* generated: an unexpected message */
-#define PSCOM_REQ_STATE_POSTED      0x00000008u
-#define PSCOM_REQ_STATE_IO_STARTED  0x00000010u
-#define PSCOM_REQ_STATE_IO_DONE     0x00000020u
-#define PSCOM_REQ_STATE_ERROR       0x00000040u
-#define PSCOM_REQ_STATE_CANCELED    0x00000080u
-#define PSCOM_REQ_STATE_TRUNCATED   0x00000100u
-#define PSCOM_REQ_STATE_DONE        0x00000200u /* io_done has been called (or is running) */
-#define PSCOM_REQ_STATE_RENDEZVOUS  0x00000400u
-#define PSCOM_REQ_STATE_MERGED      0x00000800u /* a receive that took over a generated one */
+#define PSCOM_REQ_STATE_SEND       0x00000001u
+#define PSCOM_REQ_STATE_RECV       0x00000002u
+#define PSCOM_REQ_STATE_GRECV      0x00000004u /* generated: an unexpected message */
+#define PSCOM_REQ_STATE_POSTED     0x00000008u
+#define PSCOM_REQ_STATE_IO_STARTED 0x00000010u
+#define PSCOM_REQ_STATE_IO_DONE    0x00000020u
+#define PSCOM_REQ_STATE_ERROR      0x00000040u
+#define PSCOM_REQ_STATE_CANCELED   0x00000080u
+#define PSCOM_REQ_STATE_TRUNCATED  0x00000100u
+#define PSCOM_REQ_STATE_DONE       0x00000200u /* io_done has been called (or is running) */
+#define PSCOM_REQ_STATE_RENDEZVOUS 0x00000400u
+#define PSCOM_REQ_STATE_MERGED     0x00000800u /* a receive that took over a generated one */
 
 typedef struct pscom_socket pscom_socket_t;
 typedef struct pscom_connection pscom_connection_t;
@@ -147,10 +147,10 @@ struct pscom_socket_ops {
 
 struct pscom_socket {
     struct pscom_socket_ops ops;
-    int listen_portno;           /* -1 while not listening */
+    int listen_portno; /* -1 while not listening */
     char local_name[PSCOM_NAME_MAX];
     size_t userdata_size;
-    void *userdata;              /* userdata_size bytes, zeroed, owned by the user */
+    void *userdata; /* userdata_size bytes, zeroed, owned by the user */
 };
 
 /* Open a socket with userdata_size bytes for the user and con_userdata_size per connection. */
@@ -178,9 +178,9 @@ void pscom_close_socket(pscom_socket_t *socket);
 struct pscom_connection {
     pscom_socket_t *socket;
     pscom_con_state_t state;
-    const char *transport;  /* "shm", "tcp", ...; "ondemand" or "none" before connecting */
+    const char *transport; /* "shm", "tcp", ...; "ondemand" or "none" before connecting */
     size_t userdata_size;
-    void *userdata;         /* con_userdata_size bytes, zeroed */
+    void *userdata; /* con_userdata_size bytes, zeroed */
 };
 
 typedef struct pscom_con_info {
@@ -200,6 +200,14 @@ pscom_connection_t *pscom_open_connection(pscom_socket_t *socket);
  * each other at the same time, they end up with one connection.
  */
 pscom_err_t pscom_connect(pscom_connection_t *con, const char *ep_str, int flags);
+/*
+ * Start connecting an on-demand connection now and return at once (for programs that open
+ * all their connections at start-up and then wait for them: see pscom_con_settled).
+ * PSCOM_ERR_ALREADY if it is not on demand any more (connecting, connected or closed).
+ */
+pscom_err_t pscom_con_connect_now(pscom_connection_t *con);
+/* 1 when con is connected or has failed for good (state RW, or CLOSED and beyond). */
+int pscom_con_settled(pscom_connection_t *con);
 /* Flush pending sends, tell the peer, release the connection. con is invalid afterwards. */
 void pscom_close_connection(pscom_connection_t *con);
 /* Fill info for con. */
@@ -223,17 +231,17 @@ struct pscom_request_ops {
 };
 
 struct pscom_request {
-    unsigned int state;         /* PSCOM_REQ_STATE_* bits; read only */
-    size_t xheader_len;         /* send: bytes of xheader to send; recv: bytes received */
-    size_t data_len;            /* send: bytes to send; recv: buffer size, then bytes received */
+    unsigned int state; /* PSCOM_REQ_STATE_* bits; read only */
+    size_t xheader_len; /* send: bytes of xheader to send; recv: bytes received */
+    size_t data_len;    /* send: bytes to send; recv: buffer size, then bytes received */
     void *data;
     pscom_connection_t *connection; /* send: target; recv: source or NULL for any */
     pscom_socket_t *socket;         /* recv with connection == NULL: the socket to receive on */
     struct pscom_request_ops ops;
     size_t user_size;
-    void *user;                 /* user_size bytes for the caller, zeroed at create */
+    void *user; /* user_size bytes for the caller, zeroed at create */
     size_t max_xheader_len;
-    void *xheader;              /* max_xheader_len bytes; == pscom_header_xheader(&header) */
+    void *xheader; /* max_xheader_len bytes; == pscom_header_xheader(&header) */
     /* Received message's header (recv) or the header that was sent. Keep last: the
        xheader storage follows it in memory. */
     pscom_header_net_t header;
@@ -293,8 +301,8 @@ static inline int pscom_req_successful(const pscom_request_t *req)
 }
 
 /* Send a copy of xheader and data; returns at once, the buffers may be reused immediately. */
-void pscom_send(pscom_connection_t *con, const void *xheader, size_t xheader_len,
-                const void *data, size_t data_len);
+void pscom_send(pscom_connection_t *con, const void *xheader, size_t xheader_len, const void *data,
+                size_t data_len);
 /*
  * Blocking receive of the next message from con (or any connection of socket if con is NULL)
  * into xheader/data buffers. Returns PSCOM_SUCCESS, or an error (truncation or a broken
@@ -310,12 +318,12 @@ const char *pscom_req_state_str(unsigned int state);
 /* Transports ("plugins") */
 
 typedef struct pscom_plugin_info {
-    char name[16];       /* "shm", "tcp", "ucp" */
-    int priority;        /* built-in priority; higher is tried first */
-    int user_prio;       /* PSP_<NAME>: 0 = disabled by the user */
-    int available;       /* loaded and initialised */
-    size_t rendezvous;   /* eager/rendezvous threshold in bytes; SIZE_MAX = eager only */
-    char status[160];    /* "built in", "loaded from /path", or why it is not available */
+    char name[16];     /* "shm", "tcp", "ucp" */
+    int priority;      /* built-in priority; higher is tried first */
+    int user_prio;     /* PSP_<NAME>: 0 = disabled by the user */
+    int available;     /* loaded and initialised */
+    size_t rendezvous; /* eager/rendezvous threshold in bytes; SIZE_MAX = eager only */
+    char status[160];  /* "built in", "loaded from /path", or why it is not available */
 } pscom_plugin_info_t;
 
 /* Info on the index'th known plugin in selection order. Returns 0, or -1 past the end.
@@ -327,11 +335,11 @@ int pscom_plugin_info(int index, pscom_plugin_info_t *info);
    register their own rows so that pscom_info and PSP_DEBUG_PARAM show them too. */
 
 typedef enum pscom_env_type {
-    PSCOM_ENV_INT,    /* int; target: int* */
-    PSCOM_ENV_UINT,   /* unsigned; target: unsigned* */
-    PSCOM_ENV_SIZE,   /* size_t with k/M/G suffix or "inf"; target: size_t* */
-    PSCOM_ENV_BOOL,   /* 0/1, yes/no, on/off, true/false; target: int* */
-    PSCOM_ENV_STR,    /* string; target: const char** (points into environ or default) */
+    PSCOM_ENV_INT,  /* int; target: int* */
+    PSCOM_ENV_UINT, /* unsigned; target: unsigned* */
+    PSCOM_ENV_SIZE, /* size_t with k/M/G suffix or "inf"; target: size_t* */
+    PSCOM_ENV_BOOL, /* 0/1, yes/no, on/off, true/false; target: int* */
+    PSCOM_ENV_STR,  /* string; target: const char** (points into environ or default) */
 } pscom_env_type_t;
 
 typedef struct pscom_env_row {
@@ -340,7 +348,7 @@ typedef struct pscom_env_row {
     const char *help;
     pscom_env_type_t type;
     void *target;
-    int min, max;      /* INT/UINT range check when min < max */
+    int min, max; /* INT/UINT range check when min < max */
 } pscom_env_row_t;
 
 /* Register a table (terminated by a row with name NULL) under a group name and parse it now.

@@ -12,7 +12,12 @@
 /* Our PSP_* settings: rows in pscom's configuration table, so pscom_info -c and
  * PSP_DEBUG_PARAM show them with pscom's own. */
 static int sched_yield_cfg = -1;
+static int direct_connect_cfg;
 static const pscom_env_row_t env_rows[] = {
+    {"PSP_DIRECT_CONNECT", "0",
+     "MPI: open the connections to all processes of MPI_COMM_WORLD in MPI_Init (default: on "
+     "demand, at the first message to a peer)",
+     PSCOM_ENV_BOOL, &direct_connect_cfg, 0, 0},
     {"PSP_MPI_SCHED_YIELD", "-1",
      "MPI: sched_yield() when a progress poll finds nothing (1 always, 0 never, -1 only when "
      "this node runs more ranks than this process may use CPUs)",
@@ -71,6 +76,30 @@ fn_fail:
     return mpi_errno;
 }
 
+/* PSP_DIRECT_CONNECT=1: each pair once, started by the lower rank (no crossing handshakes);
+   then wait until every connection, also those the higher ranks start, is up. */
+static int connect_world(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int me = MPIR_Process.rank, n = MPIR_Process.size;
+    for (int i = 0; i < n; i++) {
+        int r = (me + i) % n; /* ring order spreads the handshakes over the listeners */
+        if (r >= me)
+            pscom_con_connect_now(MPIDI_PSCOM_AV(&MPIDIU_get_av(0, r)).con);
+    }
+    for (int r = 0; r < n; r++) {
+        pscom_connection_t *con = MPIDI_PSCOM_AV(&MPIDIU_get_av(0, r)).con;
+        while (!pscom_con_settled(con))
+            pscom_progress(100);
+        MPIR_ERR_CHKANDJUMP2(con->state != PSCOM_CON_STATE_RW, mpi_errno, MPI_ERR_OTHER,
+                             "**pscom_connect", "**pscom_connect %s %s",
+                             MPIDI_PSCOM_AV(&MPIDIU_get_av(0, r)).ep,
+                             "PSP_DIRECT_CONNECT: the connection failed");
+    }
+fn_fail:
+    return mpi_errno;
+}
+
 int MPIDI_PSCOM_init_world(void)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -104,6 +133,10 @@ int MPIDI_PSCOM_init_world(void)
     }
     MPIDI_PSCOM_msa_world_done();
     MPIDI_PSCOM_global.world_done = 1;
+    if (direct_connect_cfg) {
+        mpi_errno = connect_world();
+        MPIR_ERR_CHECK(mpi_errno);
+    }
 
 fn_exit:
     MPL_free(val);
