@@ -1,8 +1,11 @@
 #!/bin/sh
 # Many ranks on one (oversubscribed) machine: 64 ranks in a ring open at most 2 connections
 # each (on-demand connections, counted by PSP_DEBUG_STATS); all-to-all with 64 and 128 ranks
-# completes with correct data (128: more shm connections than SysV segments the kernel allows
-# at its default shmmni, so some pairs fall back to the next transport).
+# completes with correct data under every transport: default, shm only, tcp only, ucp over
+# UCX's tcp and over UCX's shared memory (the ucp ones only where pscom_info lists ucp as
+# usable). PSP_DEBUG_CONTYPE shows that every pair of ranks used the transport asked for:
+# 128 ranks make 8128 shm connections, more than the kernel's default shmmni (4096 SysV
+# segments), yet none falls back, because shm connections share segments (PSP_SHM_ARENA).
 . "$(dirname "$0")/mpitest.sh"
 TIMEOUT=${MPITEST_TIMEOUT:-120}
 mpitest_build scale || mpitest_done
@@ -19,8 +22,74 @@ else
     tap "not ok" "np=64: ring: connections opened per rank: $nlines reports, most ${most:-none} (want 64 reports, <= 2)"
 fi
 
+# label|transport every pair must use|settings
+TRANSPORTS='default|shm|
+shm|shm|PSP_TCP=0 PSP_UCP=0
+tcp|tcp|PSP_SHM=0 PSP_UCP=0
+ucp-tcp|ucp|PSP_SHM=0 PSP_TCP=0 UCX_TLS=tcp
+ucp-sm|ucp|PSP_SHM=0 PSP_TCP=0 UCX_TLS=posix,cma,self'
+
+# SETTINGS: why the ucp plugin cannot be used under them (pscom_info), else nothing and fail
+ucp_unavailable() {
+    # shellcheck disable=SC2086 # settings are words on purpose
+    line=$(env $1 timeout 20 "$PREFIX/bin/pscom_info" 2>/dev/null | grep -E '^ +ucp ')
+    if [ -z "$line" ]; then
+        echo "pscom_info ($PREFIX/bin/pscom_info) does not list ucp"
+    elif ! printf '%s\n' "$line" | grep -Eq '^ +ucp +[0-9]+ +[A-Z_]+=[0-9]+ +yes '; then
+        echo "ucp plugin not available:$(printf '%s\n' "$line" | sed -E 's/^ +([^ ]+ +){5}/ /')"
+    else
+        return 1
+    fi
+}
+
+# NP LABEL WANT SETTINGS: alltoall under these settings (passed to every rank with -genv),
+# then check the PSP_DEBUG_CONTYPE lines: every pair of ranks connected, all via WANT
+a2a() {
+    np=$1 label=$2 want=$3 settings=$4
+    if [ "$want" = ucp ] && why=$(ucp_unavailable "$settings"); then
+        tap ok "np=$np: scale alltoall [$label] # SKIP $why"
+        return
+    fi
+    set -- -n "$np" -genv PSP_DEBUG_CONTYPE 1
+    for kv in $settings; do
+        set -- "$@" -genv "${kv%%=*}" "${kv#*=}"
+    done
+    mpitest_job "scale.a2a$np.$label" - "$@" "$MPITEST_TMP/scale" alltoall
+    # Known UCX 1.13 failure (ucp over its shared memory, many ranks): a rank that finalizes
+    # after its peers exited cannot reach them any more (mm_posix cannot open /proc/PID/fd/N),
+    # a wireup reply stays queued, and ucp_worker_destroy at exit asserts on it (SIGABRT)
+    # after all the work was done. Counted as a TODO, not as a pass: any other failure fails.
+    ucx_abort=""
+    if [ "$want" = ucp ] && [ "$job_rc" -ne 0 ] && ! job_timed_out &&
+        grep -q "ucp_request.c.*Assertion.*got REP message" "$job.err" "$job.out"; then
+        ucx_abort=$job_rc
+        job_rc=0
+    fi
+    mpitest_merge "np=$np" "scale alltoall [$label]"
+    if [ -n "$ucx_abort" ]; then
+        tap "not ok" "np=$np: [$label] a rank aborted at exit (status $ucx_abort): UCX asserts in ucp_worker_destroy on a wireup reply queued for a peer that had exited # TODO UCX 1.13 shared memory teardown"
+    fi
+    # "<PSP:r0000003> CONNECT r0000003 to r0000007 (...) via shm": one per side
+    # shellcheck disable=SC2046 # two numbers
+    set -- $(awk -v want="$want" '
+        / CONNECT r[0-9]+ to r[0-9]+ / {
+            if ($NF != want) { other++; if (other <= 3) print "# " $0 > "/dev/stderr" }
+            if ($3 != $5) pair[$3 < $5 ? $3 " " $5 : $5 " " $3] = 1
+        }
+        END { n = 0; for (p in pair) n++; print n, other + 0 }' "$job.err")
+    if [ "$1" -eq $((np * (np - 1) / 2)) ] && [ "$2" -eq 0 ]; then
+        tap ok "np=$np: [$label] all $1 pairs of ranks connected via $want"
+    else
+        tap "not ok" "np=$np: [$label] $1 of $((np * (np - 1) / 2)) pairs connected, $2 connections not via $want"
+    fi
+}
+
 for np in 64 128; do
-    mpitest_job "scale.a2a$np" "$np" "$MPITEST_TMP/scale" alltoall
-    mpitest_merge "np=$np" "scale alltoall"
+    # a redirect, not a pipe: the loop must count its TAP lines in this shell
+    while IFS='|' read -r label want settings; do
+        a2a "$np" "$label" "$want" "$settings"
+    done <<EOF
+$TRANSPORTS
+EOF
 done
 mpitest_done

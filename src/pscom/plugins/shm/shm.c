@@ -1,7 +1,7 @@
 /*
  * shm transport for peers on the same node: lock-free single-producer/single-consumer rings
- * in a SysV segment per connection for eager messages, single-copy rendezvous with
- * process_vm_readv (ring copies when the kernel refuses).
+ * for eager messages, a pair per connection, many pairs in one SysV segment (shm_arena.h);
+ * single-copy rendezvous with process_vm_readv (ring copies when the kernel refuses).
  *
  * The handshake's TCP socket stays open: it is the doorbell that wakes a peer blocked in
  * epoll_wait, and its EOF tells us that the peer is gone.
@@ -10,15 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/random.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 #include "pscom_plugin.h"
-#include "shm_sysv.h"
+#include "shm_arena.h"
 
 static struct {
-    unsigned nslots, slot_size;
+    unsigned nslots, slot_size, per_arena;
     int cma;
     size_t split;
 } cfg;
@@ -28,6 +26,10 @@ static const pscom_env_row_t shm_env[] = {
      &cfg.nslots, 2, 1024},
     {"PSP_SHM_SLOT_SIZE", "8192", "Bytes per ring slot (multiple of 64).", PSCOM_ENV_UINT,
      &cfg.slot_size, 256, 1 << 20},
+    {"PSP_SHM_ARENA", "32",
+     "Connections whose rings share one SysV segment: a process needs ceil(connections it "
+     "opened / this) segments.",
+     PSCOM_ENV_UINT, &cfg.per_arena, 1, SHM_ARENA_MAX_PAIRS},
     {"PSP_SHM_CMA", "1", "Single-copy rendezvous with process_vm_readv (0: copy via the ring).",
      PSCOM_ENV_BOOL, &cfg.cma, 0, 0},
     {"PSP_SHM_SPLIT", "512k",
@@ -41,7 +43,7 @@ typedef struct shm_con shm_con_t;
 struct shm_con {
     shm_con_t *next, *prev; /* active connections */
     pscom_con_t *con;
-    shm_seg_t *seg;
+    shm_arena_t *arena; /* holds our pair */
     shm_ring_t *out, *in;
     uint32_t head, tail; /* next slot to write / to read */
     uint32_t nslots, slot_size, payload;
@@ -49,12 +51,21 @@ struct shm_con {
     int busy, dead, active, cma_ok;
 };
 
+/* The connecting side's offer: where its pair lies (same node, so native layout). */
+#define SHM_OFFER_MAGIC   0x4f6d6873u /* "shmO" */
+#define SHM_OFFER_VERSION 2u          /* 1: a segment per connection, no magic */
+
 typedef struct shm_offer {
+    uint32_t magic;
+    uint32_t version;
     int32_t shmid;
+    uint32_t index;  /* of the pair in the arena */
+    uint32_t npairs; /* pairs in the arena */
     uint32_t nslots;
     uint32_t slot_size;
     uint32_t reserved;
-    uint64_t cookie;
+    uint64_t arena_cookie;
+    uint64_t pair_cookie;
 } shm_offer_t;
 
 static shm_con_t active = {.next = &active, .prev = &active};
@@ -62,18 +73,18 @@ static unsigned list_gen;
 static pscom_poller_t poller;
 static int poller_on;
 
-static shm_con_t *shm_con_new(pscom_con_t *con, shm_seg_t *seg, int creator)
+static shm_con_t *shm_con_new(pscom_con_t *con, shm_pair_t *pair, shm_arena_t *arena, int creator)
 {
     shm_con_t *sc = calloc(1, sizeof(*sc));
     if (!sc)
         return NULL;
     sc->con = con;
-    sc->seg = seg;
-    sc->nslots = seg->nslots;
-    sc->slot_size = seg->slot_size;
-    sc->payload = seg->slot_size - (uint32_t)sizeof(shm_slot_t);
-    sc->out = shm_seg_ring(seg, creator ? 0 : 1);
-    sc->in = shm_seg_ring(seg, creator ? 1 : 0);
+    sc->arena = arena;
+    sc->nslots = pair->nslots;
+    sc->slot_size = pair->slot_size;
+    sc->payload = pair->slot_size - (uint32_t)sizeof(shm_slot_t);
+    sc->out = shm_pair_ring(pair, creator ? 0 : 1);
+    sc->in = shm_pair_ring(pair, creator ? 1 : 0);
     sc->cma_ok = cfg.cma;
     sc->next = sc->prev = sc;
     return sc;
@@ -81,7 +92,7 @@ static shm_con_t *shm_con_new(pscom_con_t *con, shm_seg_t *seg, int creator)
 
 static void shm_con_free(shm_con_t *sc)
 {
-    shm_seg_detach(sc->seg);
+    shm_arena_put(sc->arena);
     free(sc);
 }
 
@@ -288,31 +299,31 @@ static const pscom_con_ops_t shm_ops = {
     .rndv_pull = shm_rndv_pull,
 };
 
-static uint64_t new_cookie(void)
-{
-    uint64_t c;
-    if (getrandom(&c, sizeof(c), GRND_NONBLOCK) != sizeof(c))
-        c = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&c;
-    return c;
-}
-
 static int shm_offer(pscom_con_t *con, void *blob, size_t *len)
 {
     if (!pscom_con_peer_same_node(con))
         return -1;
-    shm_offer_t o = {.nslots = cfg.nslots, .slot_size = cfg.slot_size, .cookie = new_cookie()};
-    int shmid;
-    shm_seg_t *seg = shm_seg_create(o.nslots, o.slot_size, &shmid, o.cookie);
-    if (!seg) {
+    shm_arena_t *arena;
+    shm_pair_ref_t ref;
+    shm_pair_t *pair = shm_arena_new_pair(cfg.nslots, cfg.slot_size, cfg.per_arena, &arena, &ref);
+    if (!pair) {
         PSCOM_LOG(2, "shm segment for %s: %s", pscom_con_name(con), strerror(errno));
         return -1;
     }
-    shm_con_t *sc = shm_con_new(con, seg, 1);
+    shm_con_t *sc = shm_con_new(con, pair, arena, 1);
     if (!sc) {
-        shm_seg_detach(seg);
+        shm_arena_put(arena);
         return -1;
     }
-    o.shmid = shmid;
+    shm_offer_t o = {.magic = SHM_OFFER_MAGIC,
+                     .version = SHM_OFFER_VERSION,
+                     .shmid = ref.shmid,
+                     .index = ref.index,
+                     .npairs = ref.npairs,
+                     .nslots = ref.nslots,
+                     .slot_size = ref.slot_size,
+                     .arena_cookie = ref.arena_cookie,
+                     .pair_cookie = ref.pair_cookie};
     memcpy(blob, &o, sizeof(o));
     *len = sizeof(o);
     pscom_con_set_transport(con, NULL, sc); /* pending until start or abort */
@@ -323,22 +334,40 @@ static int shm_accept(pscom_con_t *con, const void *offer, size_t offer_len, voi
                       size_t *len)
 {
     shm_offer_t o;
+    const char *why = NULL;
     (void)blob;
     *len = 0;
-    if (offer_len != sizeof(o) || !pscom_con_peer_same_node(con))
+    if (!pscom_con_peer_same_node(con))
         return -1;
-    memcpy(&o, offer, sizeof(o));
-    if (o.nslots < 2 || o.nslots > 1024 || o.slot_size < 256 || o.slot_size > (1u << 20) ||
-        o.slot_size % 64)
-        return -1;
-    shm_seg_t *seg = shm_seg_attach(o.shmid, o.cookie, o.nslots, o.slot_size);
-    if (!seg) {
-        PSCOM_LOG(2, "attach shm segment of %s: %s", pscom_con_name(con), strerror(errno));
+    if (offer_len != sizeof(o)) {
+        why = "offer of unknown length (another version?)";
+    } else {
+        memcpy(&o, offer, sizeof(o));
+        if (o.magic != SHM_OFFER_MAGIC || o.version != SHM_OFFER_VERSION)
+            why = "offer of another version";
+        else if (o.nslots < 2 || o.nslots > 1024 || o.slot_size < 256 || o.slot_size > (1u << 20) ||
+                 o.slot_size % 64)
+            why = "bad ring geometry";
+    }
+    shm_arena_t *arena = NULL;
+    shm_pair_t *pair = NULL;
+    if (!why) {
+        shm_pair_ref_t ref = {.shmid = o.shmid,
+                              .index = o.index,
+                              .npairs = o.npairs,
+                              .nslots = o.nslots,
+                              .slot_size = o.slot_size,
+                              .arena_cookie = o.arena_cookie,
+                              .pair_cookie = o.pair_cookie};
+        pair = shm_arena_claim_pair(&ref, &arena, &why);
+    }
+    if (!pair) {
+        PSCOM_LOG(2, "shm offer of %s: %s", pscom_con_name(con), why);
         return -1;
     }
-    shm_con_t *sc = shm_con_new(con, seg, 0);
+    shm_con_t *sc = shm_con_new(con, pair, arena, 0);
     if (!sc) {
-        shm_seg_detach(seg);
+        shm_arena_put(arena);
         return -1;
     }
     pscom_con_set_transport(con, NULL, sc);
@@ -381,6 +410,11 @@ static void shm_start(pscom_con_t *con, int fd)
     }
 }
 
+static void shm_destroy(void)
+{
+    shm_arena_release_idle();
+}
+
 static int shm_init(void)
 {
     if (cfg.slot_size % 64) {
@@ -397,6 +431,7 @@ const pscom_plugin_t pscom_plugin_shm = {
     .rendezvous = 65536,
     .env = shm_env,
     .init = shm_init,
+    .destroy = shm_destroy,
     .con_offer = shm_offer,
     .con_accept = shm_accept,
     .con_finish = shm_finish,

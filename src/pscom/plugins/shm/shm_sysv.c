@@ -6,50 +6,46 @@
 #include <sys/uio.h>
 #include "shm_sysv.h"
 
-static size_t seg_size(uint32_t nslots, uint32_t slot_size)
+void *shm_sysv_create(size_t size, int *shmid)
 {
-    return sizeof(shm_seg_t) + 2 * shm_ring_size(nslots, slot_size);
-}
-
-shm_seg_t *shm_seg_create(uint32_t nslots, uint32_t slot_size, int *shmid, uint64_t cookie)
-{
-    int id = shmget(IPC_PRIVATE, seg_size(nslots, slot_size), IPC_CREAT | 0600);
+    int id = shmget(IPC_PRIVATE, size, IPC_CREAT | 0600);
     if (id < 0)
         return NULL;
-    shm_seg_t *seg = shmat(id, NULL, 0);
+    void *base = shmat(id, NULL, 0);
+    int err = errno;
     /* marked for removal at once: no segment outlives its users, even after SIGKILL */
     shmctl(id, IPC_RMID, NULL);
-    if (seg == (void *)-1)
+    if (base == (void *)-1) {
+        errno = err;
         return NULL;
-    seg->nslots = nslots;
-    seg->slot_size = slot_size;
-    seg->cookie = cookie;
-    atomic_thread_fence(memory_order_release);
-    seg->magic = SHM_SEG_MAGIC;
+    }
     *shmid = id;
-    return seg;
+    return base;
 }
 
-shm_seg_t *shm_seg_attach(int shmid, uint64_t cookie, uint32_t nslots, uint32_t slot_size)
+void *shm_sysv_attach(int shmid, size_t min_size)
 {
-    shm_seg_t *seg = shmat(shmid, NULL, 0);
-    if (seg == (void *)-1)
-        return NULL;
-    struct shmid_ds ds;
-    if (shmctl(shmid, IPC_STAT, &ds) != 0 || ds.shm_segsz < seg_size(nslots, slot_size) ||
-        seg->magic != SHM_SEG_MAGIC || seg->cookie != cookie || seg->nslots != nslots ||
-        seg->slot_size != slot_size) {
-        shmdt(seg);
+    if (shmid < 0) {
         errno = EINVAL;
         return NULL;
     }
-    return seg;
+    void *base = shmat(shmid, NULL, 0);
+    if (base == (void *)-1)
+        return NULL;
+    /* the size of what we attached (not of an earlier holder of this id) */
+    struct shmid_ds ds;
+    if (shmctl(shmid, IPC_STAT, &ds) != 0 || ds.shm_segsz < min_size) {
+        shmdt(base);
+        errno = EINVAL;
+        return NULL;
+    }
+    return base;
 }
 
-void shm_seg_detach(shm_seg_t *seg)
+void shm_sysv_detach(void *base)
 {
-    if (seg)
-        shmdt(seg);
+    if (base)
+        shmdt(base);
 }
 
 /* process_vm_readv/writev move at most what fits; loop over short transfers */

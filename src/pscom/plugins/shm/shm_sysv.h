@@ -1,7 +1,8 @@
 /*
  * Shared memory rings on SysV segments, and single-copy reads from a peer process.
- * A segment holds two rings, one per direction, of fixed-size slots. A slot's first word is
- * its length: 0 = free (consumer owns the release), else bytes of payload (producer's publish).
+ * A connection has a pair of rings, one per direction, of fixed-size slots (shm_pair_t); many
+ * pairs share one segment (shm_arena.h). A slot's first word is its length: 0 = free
+ * (consumer owns the release), else bytes of payload (producer's publish).
  */
 #ifndef SHM_SYSV_H_INCLUDED
 #define SHM_SYSV_H_INCLUDED
@@ -12,7 +13,8 @@
 #include <sys/types.h>
 #include "shm_copy.h"
 
-#define SHM_SEG_MAGIC 0x70736d32u /* 2: rings carry a copy job */
+#define SHM_PAIR_MAGIC 0x70736d33u /* 3: a pair of rings in an arena */
+#define SHM_PAIR_ALIGN 4096u       /* pairs start on their own page */
 
 typedef struct shm_slot {
     _Atomic uint32_t len;
@@ -27,23 +29,31 @@ typedef struct shm_ring {
     _Alignas(64) unsigned char slots[];
 } shm_ring_t;
 
-typedef struct shm_seg {
+/* One connection's two rings: ring 0 is written by the creator, ring 1 by the acceptor. */
+typedef struct shm_pair {
     uint32_t magic;
     uint32_t nslots;
     uint32_t slot_size;
-    uint32_t reserved;
-    uint64_t cookie;
+    _Atomic uint32_t claimed; /* set once by the acceptor: a replayed offer cannot take it */
+    uint64_t cookie;          /* per connection, from the creator's offer */
     _Alignas(64) unsigned char rings[];
-} shm_seg_t;
+} shm_pair_t;
 
 static inline size_t shm_ring_size(uint32_t nslots, uint32_t slot_size)
 {
     return sizeof(shm_ring_t) + (size_t)nslots * slot_size;
 }
 
-static inline shm_ring_t *shm_seg_ring(shm_seg_t *seg, int i)
+/* bytes of one pair in an arena, rounded to whole pages */
+static inline size_t shm_pair_size(uint32_t nslots, uint32_t slot_size)
 {
-    return (shm_ring_t *)(seg->rings + (size_t)i * shm_ring_size(seg->nslots, seg->slot_size));
+    size_t s = sizeof(shm_pair_t) + 2 * shm_ring_size(nslots, slot_size);
+    return (s + SHM_PAIR_ALIGN - 1) & ~(size_t)(SHM_PAIR_ALIGN - 1);
+}
+
+static inline shm_ring_t *shm_pair_ring(shm_pair_t *p, int i)
+{
+    return (shm_ring_t *)(p->rings + (size_t)i * shm_ring_size(p->nslots, p->slot_size));
 }
 
 static inline shm_slot_t *shm_ring_slot(shm_ring_t *r, uint32_t slot_size, uint32_t i)
@@ -51,11 +61,12 @@ static inline shm_slot_t *shm_ring_slot(shm_ring_t *r, uint32_t slot_size, uint3
     return (shm_slot_t *)(r->slots + (size_t)i * slot_size);
 }
 
-/* Create a segment (already marked for removal: it vanishes with its last user). */
-shm_seg_t *shm_seg_create(uint32_t nslots, uint32_t slot_size, int *shmid, uint64_t cookie);
-/* Attach the peer's segment and check that it is the one announced. NULL on failure. */
-shm_seg_t *shm_seg_attach(int shmid, uint64_t cookie, uint32_t nslots, uint32_t slot_size);
-void shm_seg_detach(shm_seg_t *seg);
+/* Create and attach a segment of size bytes, already marked for removal: it vanishes with its
+   last user, even after SIGKILL. NULL with errno on failure. */
+void *shm_sysv_create(size_t size, int *shmid);
+/* Attach segment shmid if it has at least min_size bytes. NULL with errno on failure. */
+void *shm_sysv_attach(int shmid, size_t min_size);
+void shm_sysv_detach(void *base);
 /* Copy len bytes at the peer's address into dst (process_vm_readv). 0 ok, -1 errno. */
 int shm_cma_read(pid_t pid, void *dst, uint64_t remote, size_t len);
 /* Copy len bytes from src into the peer's address (process_vm_writev). 0 ok, -1 errno. */
