@@ -15,10 +15,6 @@ for arg in "$@"; do
     *) CONFIGURE_ARGS="$CONFIGURE_ARGS $arg" ;;
     esac
 done
-case " $CONFIGURE_ARGS " in
-*" --enable-fortran"*) DEPS_ARGS=--fortran ;;
-*) DEPS_ARGS= ;;
-esac
 JOBS=$(nproc 2>/dev/null || echo 2)
 
 T0=$(date +%s)
@@ -31,7 +27,7 @@ step() { # print the time the previous step took, then announce the next
 }
 
 step "build dependencies"
-maint/install-deps.sh $DEPS_ARGS
+maint/install-deps.sh
 step "./autogen.sh$AUTOGEN_ARGS"
 # shellcheck disable=SC2086
 ./autogen.sh $AUTOGEN_ARGS

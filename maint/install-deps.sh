@@ -1,11 +1,16 @@
 #!/bin/sh
 # Install the Debian 12 packages needed to build and test psmpi (MPICH 4.0.2 + ch4:pscom).
 # Run as root. Packages already present are left alone, so running it again is cheap.
-# Usage: maint/install-deps.sh [--fortran]
+# Usage: maint/install-deps.sh
+#   (--fortran is still accepted and does nothing: gfortran is always installed now, since the
+#   Fortran bindings are built by default)
 set -eu
 
 PKGS="gcc g++ make autoconf automake libtool pkg-config python3 perl patch xz-utils file \
 ca-certificates ccache libhwloc-dev"
+# build: MPICH's Fortran bindings (mpifort, the mpi and mpi_f08 modules) are on by default;
+# ./configure --disable-fortran builds without them
+PKGS="$PKGS gfortran"
 # test only: test/mpi/dropin.t builds a program with Debian's mpicc.mpich and runs it on our
 # library (drop-in); it skips when this is missing
 PKGS="$PKGS libmpich-dev"
@@ -14,7 +19,7 @@ PKGS="$PKGS libmpich-dev"
 PKGS="$PKGS libucx-dev"
 for arg in "$@"; do
     case $arg in
-    --fortran) PKGS="$PKGS gfortran" ;;
+    --fortran) ;; # compatibility: gfortran is in PKGS anyway
     *) echo "install-deps: unknown argument '$arg'" >&2; exit 1 ;;
     esac
 done

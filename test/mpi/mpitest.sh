@@ -1,5 +1,6 @@
-# Shared by the test/mpi/*.t scripts (POSIX sh, sourced): build a C test with the installed
-# mpicc, run it under mpiexec once per rank count and merge the jobs' TAP into one stream.
+# Shared by the test/mpi/*.t scripts (POSIX sh, sourced): build a test with the installed mpicc
+# (or another compiler: mpitest_build_with), run it under mpiexec once per rank count and merge
+# the jobs' TAP into one stream.
 #
 #   PSMPI_PREFIX     the installation (default: <checkout>/install)
 #   MPITEST_NPS      rank counts (default "1 2 4 8"; 8 oversubscribes a 2-core machine on purpose)
@@ -54,13 +55,23 @@ mpitest_comment() { # FILE [LINES]: the end of a file as TAP comments
 mpitest_build() { # NAME [CFLAGS...]: test/mpi/NAME.c -> $MPITEST_TMP/NAME, else a "not ok"
     mpitest_name=$1
     shift
-    if "$MPICC" -Wall -Wextra -O2 "$@" -o "$MPITEST_TMP/$mpitest_name" \
-        "$TOP/test/mpi/$mpitest_name.c" >"$MPITEST_TMP/cc.err" 2>&1; then
+    mpitest_build_with "$MPICC" "$mpitest_name" "$mpitest_name.c" -Wall -Wextra -O2 "$@"
+}
+
+# COMPILER NAME SOURCE [FLAGS...]: any other compiler or wrapper (mpifort, mpif77, Debian's
+# mpicc.mpich, ...): test/mpi/SOURCE -> $MPITEST_TMP/NAME, else a "not ok"; warnings as comments
+mpitest_build_with() {
+    mpitest_cc=$1
+    mpitest_name=$2
+    mpitest_src=$3
+    shift 3
+    if "$mpitest_cc" "$@" -o "$MPITEST_TMP/$mpitest_name" "$TOP/test/mpi/$mpitest_src" \
+        >"$MPITEST_TMP/cc.err" 2>&1; then
         mpitest_comment "$MPITEST_TMP/cc.err" 20 # warnings
         return 0
     fi
     mpitest_comment "$MPITEST_TMP/cc.err" 20
-    tap "not ok" "$mpitest_name.c compiles"
+    tap "not ok" "$mpitest_src compiles with ${mpitest_cc##*/}"
     return 1
 }
 
