@@ -41,6 +41,11 @@ static const pscom_env_row_t ucp_env[] = {
      "then must not use UCX's rendezvous), messages of at least this size go by pscom's "
      "rendezvous: the receiver copies them once with process_vm_readv (0: always eager).",
      PSCOM_ENV_SIZE, &ucp_cfg.cma, 0, 0},
+    {"PSP_UCP_PEER_FAILURE", "0",
+     "1: endpoints in UCX's peer failure mode (UCX's keepalive also notices a peer node that "
+     "vanished; UCX then sends over a single lane). 0: a peer's exit is noticed by the "
+     "handshake socket, and UCX may spread large messages over several devices.",
+     PSCOM_ENV_BOOL, &ucp_cfg.peer_failure, 0, 0},
     {"PSP_UCP_HUP_MS", "300",
      "Milliseconds to wait for a peer's goodbye over UCX after its handshake socket closed "
      "before the connection counts as lost.",
@@ -365,7 +370,7 @@ static void uc_shutdown(uc_t *uc)
     if (uc->ep) {
         if (!force && ucp_send_bye(uc) != 0)
             force = 1;
-        /* UCX refuses to force-close endpoints without peer failure detection */
+        /* UCX refuses to force-close its shared memory endpoints */
         uc->close_req = ux_ep_close(uc->ep, force && !uc->eager);
         uc->ep = NULL;
         uc->close_at = now_ms();
@@ -467,19 +472,20 @@ static int uc_connect(uc_t *uc, pscom_con_t *con, const void *blob, size_t len)
     memcpy(addr, (const char *)blob + sizeof(b), b.addr_len);
     char why[256];
     uc->peer_id = b.id;
-    int peer_mode;
-    uc->ep = ux_ep_create(addr, uc, &peer_mode, why, sizeof(why));
+    int shm;
+    uc->ep = ux_ep_create(addr, uc, ucp_cfg.peer_failure, &uc->peer_mode, &shm, why, sizeof(why));
     free(addr);
     if (!uc->ep) {
         PSCOM_LOG(2, "%s: ucp cannot reach the peer: %s", pscom_con_name(con), why);
         return -1;
     }
-    /* Without peer failure detection (UCX's shared memory transports) UCX aborts the process
-       when the peer dies during a single-copy (cma) rendezvous: send everything eager there */
-    uc->eager = !peer_mode;
-    if (!peer_mode)
-        PSCOM_LOG(4, "%s: ucp endpoint without UCX peer failure detection: eager only",
-                  pscom_con_name(con));
+    /* Without peer failure detection UCX aborts the process when the peer dies during a
+       single-copy (cma) rendezvous of its shared memory transports: send everything eager
+       there */
+    uc->eager = !uc->peer_mode && shm;
+    PSCOM_LOG(4, "%s: ucp endpoint%s%s", pscom_con_name(con),
+              uc->peer_mode ? " with UCX peer failure detection" : "",
+              uc->eager ? ", shared memory without it: eager only" : "");
     ux_progress(); /* an unreachable peer may show at once */
     if (uc->ep_err) {
         PSCOM_LOG(2, "%s: ucp endpoint failed: %s", pscom_con_name(con), uc->ep_err);
@@ -590,18 +596,27 @@ static void ucp_destroy(void)
         ux_progress();
         reap_closing();
     }
-    for (uc_t *uc = closing.next; uc != &closing; uc = uc->next)
+    /* An endpoint without peer failure detection whose close or operations never finished (its
+       peer exited first, so what was queued to it stays queued) makes ucp_worker_destroy abort
+       (UCX's shared memory) or complain: leave UCX's state to the process exit then, nothing
+       of it outlives the process. */
+    int abandon = 0;
+    for (uc_t *uc = closing.next; uc != &closing; uc = uc->next) {
+        abandon |= !uc->peer_mode && (uc->close_req || uc->ops);
         if (uc->close_req) {
             ux_close_forget(uc->close_req);
             uc->close_req = NULL;
         }
+    }
     if (poller_on) {
         pscom_poller_del(&poller);
         if (efd_ufd.fd >= 0)
             pscom_ufd_del(&efd_ufd);
         poller_on = 0;
     }
-    ux_destroy(); /* cancels what is left; its callbacks run now or never */
+    if (abandon)
+        PSCOM_LOG(2, "ucp: endpoint closes to exited peers unfinished; UCX left to the exit");
+    ux_destroy(abandon); /* cancels what is left; its callbacks run now or never */
     while (closing.next != &closing) {
         uc_t *uc = closing.next;
         list_del(uc);

@@ -16,6 +16,7 @@ extern struct ucp_cfg {
     int direct;
     size_t cma;
     unsigned hup_ms;
+    int peer_failure;
 } ucp_cfg;
 
 extern size_t ucp_max_header; /* largest active message header UCX takes here */
@@ -79,7 +80,8 @@ struct uc {
     const char *ep_err;
     void *close_req;
     uint64_t close_at;
-    int eager;  /* no UCX rendezvous: the endpoint has no peer failure detection */
+    int peer_mode; /* UCX detects the peer's failure (and cancels what is in flight) */
+    int eager;     /* no UCX rendezvous: shared memory lanes without peer failure detection */
     int gone;   /* closed after the peer went away */
     int cma_ok; /* core's rendezvous with a process_vm_readv pull (eager endpoints) */
     int started, busy, dead, bye, on_work, on_list;

@@ -1,6 +1,7 @@
 /* Thin wrapper of UCX's UCP API for the ucp transport (see ucp_ucx.h). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <ucp/api/ucp.h>
 #include <ucs/debug/log_def.h>
@@ -68,13 +69,13 @@ static void ep_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
     ux.on_error(arg, ucs_status_string(status));
 }
 
-void ux_destroy(void)
+void ux_destroy(int abandon)
 {
     if (ux.addr)
         ucp_worker_release_address(ux.worker, ux.addr);
-    if (ux.worker)
+    if (ux.worker && !abandon)
         ucp_worker_destroy(ux.worker);
-    if (ux.ctx)
+    if (ux.ctx && !abandon)
         ucp_cleanup(ux.ctx);
     ux.addr = NULL;
     ux.worker = NULL;
@@ -85,7 +86,7 @@ void ux_destroy(void)
 static int failed(const char *what, ucs_status_t st, char *why, size_t whylen)
 {
     snprintf(why, whylen, "%s: %s", what, ucs_status_string(st));
-    ux_destroy();
+    ux_destroy(0);
     return -1;
 }
 
@@ -105,7 +106,7 @@ int ux_init(ux_recv_fn on_recv, ux_ep_error_fn on_error, size_t *max_header, cha
     ucp_config_release(config);
     if (st != UCS_OK) {
         ux.ctx = NULL;
-        ux_destroy();
+        ux_destroy(0);
         return -1;
     }
     /* pscom serialises all calls (its lock), possibly from several threads */
@@ -177,7 +178,33 @@ int ux_arm(void)
     return ucp_worker_arm(ux.worker) == UCS_OK ? 0 : 1;
 }
 
-ux_ep_t *ux_ep_create(const void *addr, void *user, int *peer_mode, char *why, size_t whylen)
+/* UCX names no transports in its API (1.13): its endpoint report lists the lanes, as
+   "lane[0]:  2:posix/memory.0 md[1] ...". Its shared memory devices are called "memory". */
+static int ep_has_shm_lane(ucp_ep_h ep)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return 1;
+    ucp_ep_print_info(ep, f);
+    fclose(f);
+    int lanes = 0, shm = 0;
+    for (const char *l = text; l && (l = strstr(l, "lane[")) != NULL; l++) {
+        const char *tl = strchr(l, ':');
+        tl = tl ? strchr(tl + 1, ':') : NULL; /* after "lane[0]:  2:" */
+        const char *dev = tl ? strchr(tl, '/') : NULL;
+        if (!dev)
+            break;
+        lanes++;
+        shm |= strncmp(dev + 1, "memory", 6) == 0;
+    }
+    free(text);
+    return shm || !lanes;
+}
+
+ux_ep_t *ux_ep_create(const void *addr, void *user, int want_peer, int *peer_mode, int *shm,
+                      char *why, size_t whylen)
 {
     ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
                                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
@@ -186,8 +213,10 @@ ux_ep_t *ux_ep_create(const void *addr, void *user, int *peer_mode, char *why, s
                          .err_mode = UCP_ERR_HANDLING_MODE_PEER,
                          .err_handler = {.cb = ep_err_cb, .arg = user}};
     ucp_ep_h ep;
+    ucs_status_t st = UCS_ERR_UNSUPPORTED;
     capture_begin();
-    ucs_status_t st = ucp_ep_create(ux.worker, &p, &ep);
+    if (want_peer)
+        st = ucp_ep_create(ux.worker, &p, &ep);
     *peer_mode = st == UCS_OK;
     if (st != UCS_OK) {
         /* e.g. UCX's shared memory transports cannot detect peer failure */
@@ -196,7 +225,10 @@ ux_ep_t *ux_ep_create(const void *addr, void *user, int *peer_mode, char *why, s
         st = ucp_ep_create(ux.worker, &p, &ep);
     }
     capture_end("", st, why, whylen);
-    return st == UCS_OK ? (ux_ep_t *)ep : NULL;
+    if (st != UCS_OK)
+        return NULL;
+    *shm = ep_has_shm_lane(ep);
+    return (ux_ep_t *)ep;
 }
 
 void *ux_ep_close(ux_ep_t *ep, int force)

@@ -32,7 +32,9 @@ typedef void (*ux_ep_error_fn)(void *user, const char *why);
    takes. */
 int ux_init(ux_recv_fn on_recv, ux_ep_error_fn on_error, size_t *max_header, char *why,
             size_t whylen);
-void ux_destroy(void);
+/* abandon: leave the worker and context to process exit instead of destroying them (UCX 1.13
+   asserts in ucp_worker_destroy on wireup messages still queued to exited peers). */
+void ux_destroy(int abandon);
 /* This worker's address (valid until ux_destroy). */
 const void *ux_address(size_t *len);
 /* The wakeup fd (EPOLLIN when there is something to progress after ux_arm()). */
@@ -46,9 +48,12 @@ int ux_in_progress(void);
 int ux_arm(void);
 
 /* Endpoint to the worker at addr (trusted to be a UCP worker address). NULL: why says why.
-   *peer_mode: 1 if UCX detects the peer's failure on it (errors go to on_error), 0 if its
-   transports cannot (UCX's shared memory ones). */
-ux_ep_t *ux_ep_create(const void *addr, void *user, int *peer_mode, char *why, size_t whylen);
+   want_peer: ask for UCX's peer failure mode (keepalive; UCX then uses a single lane), where
+   the transports allow it. *peer_mode: 1 if UCX detects the peer's failure on it (errors go to
+   on_error), else 0. *shm: 1 if a lane is one of UCX's shared memory transports (or UCX did
+   not say). */
+ux_ep_t *ux_ep_create(const void *addr, void *user, int want_peer, int *peer_mode, int *shm,
+                      char *why, size_t whylen);
 /* Close: force drops what is in flight (its operations complete with an error). Returns NULL
    when closed at once, else a handle for ux_close_done(). */
 void *ux_ep_close(ux_ep_t *ep, int force);

@@ -115,6 +115,19 @@ void MPIDI_PSCOM_preq_free(pscom_request_t *preq);
 void MPIDI_PSCOM_io_done(pscom_request_t *preq);
 int MPIDI_PSCOM_drain(void);
 
+/* A request that pscom completed inside its post call (an eager send it could write at once,
+   a receive of a message that was already there) and that is alone in the completion queue:
+   finish it now, so that MPI_Send/MPI_Recv need no progress round for it. Queue order still
+   holds, nothing was queued before it. */
+MPL_STATIC_INLINE_PREFIX void MPIDI_PSCOM_finish_posted(pscom_request_t *preq)
+{
+    MPIDI_PSCOM_global_t *g = &MPIDI_PSCOM_global;
+    if (g->done_head == preq && g->done_tail == preq && !g->in_drain) {
+        g->done_head = g->done_tail = NULL;
+        MPIDI_PSCOM_PREQ(preq)->complete(preq);
+    }
+}
+
 /* pscom_am.c */
 pscom_request_t *MPIDI_PSCOM_default_recv(pscom_connection_t *con, pscom_header_net_t *header);
 void MPIDI_PSCOM_am_send_done(pscom_request_t *preq);

@@ -59,6 +59,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_irecv(void *buf, MPI_Aint count, MPI_D
     preq->ops.recv_accept = MPIDI_PSCOM_tagged_accept;
     preq->connection = NULL;
     pscom_post_recv(preq);
+    MPIDI_PSCOM_finish_posted(preq);
     *request = req;
 
 fn_exit:

@@ -60,6 +60,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend(const void *buf, MPI_Aint count,
     preq->data_len = data_sz;
     preq->connection = addr ? MPIDI_PSCOM_av_con(addr) : MPIDI_PSCOM_comm_con(comm, rank);
     pscom_post_send(preq);
+    MPIDI_PSCOM_finish_posted(preq);
     *request = req;
 
 fn_exit:
