@@ -596,13 +596,12 @@ static void ucp_destroy(void)
         ux_progress();
         reap_closing();
     }
-    /* An endpoint without peer failure detection whose close or operations never finished (its
-       peer exited first, so what was queued to it stays queued) makes ucp_worker_destroy abort
-       (UCX's shared memory) or complain: leave UCX's state to the process exit then, nothing
-       of it outlives the process. */
+    /* A shared memory endpoint whose close never finished (its peer exited first, so what was
+       queued to it stays queued) makes ucp_worker_destroy abort: leave UCX's state to the
+       process exit then, nothing of it outlives the process. */
     int abandon = 0;
     for (uc_t *uc = closing.next; uc != &closing; uc = uc->next) {
-        abandon |= !uc->peer_mode && (uc->close_req || uc->ops);
+        abandon |= uc->eager && uc->close_req;
         if (uc->close_req) {
             ux_close_forget(uc->close_req);
             uc->close_req = NULL;

@@ -69,6 +69,24 @@ static void ep_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
     ux.on_error(arg, ucs_status_string(status));
 }
 
+/* operations UCX has not finished: those left at ux_destroy get their done() there */
+static ux_op_t inflight = {.prev = &inflight, .next = &inflight};
+
+static void op_add(ux_op_t *op)
+{
+    op->next = &inflight;
+    op->prev = inflight.prev;
+    inflight.prev->next = op;
+    inflight.prev = op;
+}
+
+static void op_finish(ux_op_t *op, const char *err)
+{
+    op->prev->next = op->next;
+    op->next->prev = op->prev;
+    op->done(op, err);
+}
+
 void ux_destroy(int abandon)
 {
     if (ux.addr)
@@ -81,6 +99,8 @@ void ux_destroy(int abandon)
     ux.worker = NULL;
     ux.ctx = NULL;
     ux.efd = -1;
+    while (inflight.next != &inflight)
+        op_finish(inflight.next, "UCX shut down");
 }
 
 static int failed(const char *what, ucs_status_t st, char *why, size_t whylen)
@@ -254,9 +274,8 @@ void ux_close_forget(void *handle)
 
 static void send_cb(void *request, ucs_status_t status, void *user_data)
 {
-    ux_op_t *op = user_data;
     ucp_request_free(request);
-    op->done(op, status == UCS_OK ? NULL : ucs_status_string(status));
+    op_finish(user_data, status == UCS_OK ? NULL : ucs_status_string(status));
 }
 
 static void recv_cb(void *request, ucs_status_t status, size_t length, void *user_data)
@@ -265,7 +284,7 @@ static void recv_cb(void *request, ucs_status_t status, size_t length, void *use
     send_cb(request, status, user_data);
 }
 
-static int started(ucs_status_ptr_t r, const char **why)
+static int started(ucs_status_ptr_t r, ux_op_t *op, const char **why)
 {
     if (r == NULL)
         return 0;
@@ -273,6 +292,7 @@ static int started(ucs_status_ptr_t r, const char **why)
         *why = ucs_status_string(UCS_PTR_STATUS(r));
         return -1;
     }
+    op_add(op); /* UCX calls back only from progress: never before this */
     return 1;
 }
 
@@ -284,7 +304,7 @@ int ux_send(ux_ep_t *ep, const void *hdr, size_t hlen, const void *data, size_t 
                              .cb.send = send_cb,
                              .user_data = op,
                              .flags = eager ? UCP_AM_SEND_FLAG_EAGER : 0};
-    return started(ucp_am_send_nbx((ucp_ep_h)ep, AM_ID, hdr, hlen, data, len, &p), why);
+    return started(ucp_am_send_nbx((ucp_ep_h)ep, AM_ID, hdr, hlen, data, len, &p), op, why);
 }
 
 int ux_send_now(ux_ep_t *ep, const void *hdr, size_t hlen, const void *data, size_t len,
@@ -312,7 +332,7 @@ int ux_recv(void *desc, void *buf, size_t len, ux_op_t *op, const char **why)
                                  UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
                              .cb.recv_am = recv_cb,
                              .user_data = op};
-    return started(ucp_am_recv_data_nbx(ux.worker, desc, buf, len, &p), why);
+    return started(ucp_am_recv_data_nbx(ux.worker, desc, buf, len, &p), op, why);
 }
 
 void ux_release(void *data)

@@ -13,10 +13,13 @@
 
 typedef struct ux_ep ux_ep_t; /* a ucp_ep_h */
 
-/* An operation in flight: done() runs once, err NULL on success, else UCX's reason. */
+/* An operation in flight: done() runs once, err NULL on success, else UCX's reason. One that
+   UCX never finished (its peer vanished from an endpoint without peer failure mode) gets its
+   done() from ux_destroy, after UCX is gone: done() must not call UCX then. */
 typedef struct ux_op ux_op_t;
 struct ux_op {
     void (*done)(ux_op_t *op, const char *err);
+    ux_op_t *prev, *next; /* ux's list of operations in flight */
 };
 
 /* A message arrived: hdr/hlen the sender's header, data/len the payload. rndv: data is a
