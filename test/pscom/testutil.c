@@ -693,6 +693,22 @@ pscom_request_t *tu_post_send(pscom_connection_t *con, uint32_t tag, uint64_t se
     return req;
 }
 
+int tu_send_now(pscom_connection_t *con, uint32_t tag, uint64_t seq, size_t len, size_t xh_len)
+{
+    unsigned char xhb[PSCOM_XHEADER_MAX];
+    tu_xh_t xh = {.tag = tag, .src = (uint32_t)tu_rank, .seq = seq};
+    size_t head = xh_len >= TU_XH ? TU_XH : 0;
+    void *buf = malloc(len ? len : 1);
+    if (!buf || xh_len > sizeof(xhb))
+        die("tu_send_now");
+    memcpy(xhb, &xh, head);
+    tu_fill(xhb + head, xh_len - head, tu_seed(xh_len, seq, ~xh.src));
+    tu_fill(buf, len, tu_seed(len, seq, xh.src));
+    int sent = pscom_send_now(con, xhb, xh_len, buf, len);
+    free(buf);
+    return sent;
+}
+
 pscom_request_t *tu_post_recv(pscom_connection_t *con, pscom_socket_t *sock, size_t len,
                               size_t max_xh, int64_t want_tag)
 {

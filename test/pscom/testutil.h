@@ -123,6 +123,8 @@ void tu_req_free(pscom_request_t *req);
    request owns its data buffer (tu_req_free()). */
 pscom_request_t *tu_post_send(pscom_connection_t *con, uint32_t tag, uint64_t seq, size_t len,
                               size_t xh_len);
+/* The same message by pscom_send_now: 1 sent, 0 not taken (nothing sent). */
+int tu_send_now(pscom_connection_t *con, uint32_t tag, uint64_t seq, size_t len, size_t xh_len);
 /* Post a receive into a new buffer of len bytes (owned) with room for max_xh xheader bytes;
    con NULL: any source of sock. want_tag < 0 accepts everything. */
 pscom_request_t *tu_post_recv(pscom_connection_t *con, pscom_socket_t *sock, size_t len,

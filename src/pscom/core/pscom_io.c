@@ -41,16 +41,18 @@ static void req_fail(pscom_req_t *req, int canceled)
 /* ------------------------------------------------------------------------------------------ */
 /* Sending */
 
+/* transports call back into core (completions, user callbacks that send again): the outer
+   call keeps writing, nested ones only queue. The library lock serialises all callers. */
+static int write_depth;
+
 static void kick_write(pscom_con_t *con)
 {
-    /* transports call back into core (completions, user callbacks that send again):
-       the outer call keeps writing, nested ones only queue */
-    static int depth; /* the library lock serialises all callers */
+    int depth = write_depth;
     if (depth || con->closed || !con->ops)
         return;
-    depth++;
+    write_depth++;
     con->ops->write_start(con);
-    depth--;
+    write_depth--;
 }
 
 void pscom_con_queue_send(pscom_con_t *con, pscom_req_t *req)
@@ -221,6 +223,31 @@ PSCOM_API void pscom_send(pscom_connection_t *connection, const void *xheader, s
     req->flags = RQ_INTERNAL;
     pscom_con_queue_send(con, req);
     pscom_unlock();
+}
+
+PSCOM_API int pscom_send_now(pscom_connection_t *connection, const void *xheader,
+                             size_t xheader_len, const void *data, size_t data_len)
+{
+    pscom_con_t *con = get_con(connection);
+    int sent = 0;
+    pscom_lock();
+    if (con->pub.state == PSCOM_CON_STATE_RW && con->ops && con->ops->write_now && !write_depth &&
+        !con->closed && list_empty(&con->sendq) && data_len < con->rndv_threshold &&
+        xheader_len <= PSCOM_XHEADER_MAX) {
+        pscom_header_net_t h;
+        set_header(&h, MSGTYPE_USER, xheader_len, data_len);
+        struct iovec iov[3] = {{&h, HDR_SIZE},
+                               {(void *)(uintptr_t)xheader, xheader_len},
+                               {(void *)(uintptr_t)data, data_len}};
+        size_t len = HDR_SIZE + xheader_len + data_len;
+        if (con->ops->write_now(con, iov, 3, len) == 1) {
+            pscom_stats.msgs_sent++;
+            pscom_stats.bytes_sent += len;
+            sent = 1;
+        }
+    }
+    pscom_unlock();
+    return sent;
 }
 
 /* ------------------------------------------------------------------------------------------ */

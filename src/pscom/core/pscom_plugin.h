@@ -19,7 +19,7 @@
 #include <sys/uio.h>
 #include "pscom.h"
 
-#define PSCOM_PLUGIN_API_VERSION 0x0101 /* 0x0101: held sends, per-connection threshold, cma */
+#define PSCOM_PLUGIN_API_VERSION 0x0102 /* 0x0102: write_now; 0x0101: held sends, cma */
 #define PSCOM_HS_BLOB_MAX        512    /* largest handshake blob of one plugin */
 
 typedef struct pscom_con pscom_con_t;
@@ -37,6 +37,10 @@ typedef struct pscom_con_ops {
     /* Optional single-copy pull of len bytes at the peer's address into dst (rendezvous).
        Returns 0 on success, -1 when not possible (core then falls back to a software read). */
     int (*rndv_pull)(pscom_con_t *con, void *dst, uint64_t remote_addr, size_t len);
+    /* Optional: nothing is queued, send this one whole message (n iov entries, len bytes) now
+       if the transport can take all of it at once without keeping the buffers. 1: sent, 0:
+       not now (core queues it as usual; a failure shows there). Must not call back. */
+    int (*write_now)(pscom_con_t *con, const struct iovec *iov, int n, size_t len);
 } pscom_con_ops_t;
 
 typedef struct pscom_plugin {

@@ -303,6 +303,12 @@ static inline int pscom_req_successful(const pscom_request_t *req)
 /* Send a copy of xheader and data; returns at once, the buffers may be reused immediately. */
 void pscom_send(pscom_connection_t *con, const void *xheader, size_t xheader_len, const void *data,
                 size_t data_len);
+/* The fast path of a small send: if con is connected, has nothing queued and its transport
+   takes the whole message (eager, below the rendezvous threshold) at once, send it and return
+   1: the buffers are free again and no request was needed. Else 0 and nothing was sent: post a
+   request (pscom_post_send). Same wire message as pscom_post_send. */
+int pscom_send_now(pscom_connection_t *con, const void *xheader, size_t xheader_len,
+                   const void *data, size_t data_len);
 /*
  * Blocking receive of the next message from con (or any connection of socket if con is NULL)
  * into xheader/data buffers. Returns PSCOM_SUCCESS, or an error (truncation or a broken

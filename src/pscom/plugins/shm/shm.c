@@ -134,6 +134,27 @@ static void shm_write(shm_con_t *sc)
     }
 }
 
+static int shm_write_now(pscom_con_t *con, const struct iovec *iov, int n, size_t len)
+{
+    shm_con_t *sc = pscom_con_transport_data(con);
+    if (!sc || sc->dead || len > sc->payload)
+        return 0;
+    shm_slot_t *slot = shm_ring_slot(sc->out, sc->slot_size, sc->head);
+    if (atomic_load_explicit(&slot->len, memory_order_acquire))
+        return 0;
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        memcpy(slot->data + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    atomic_store(&slot->len, (uint32_t)len); /* seq_cst: as in shm_write */
+    if (++sc->head == sc->nslots)
+        sc->head = 0;
+    if (atomic_load(&sc->out->recv_sleeping) && atomic_exchange(&sc->out->recv_sleeping, 0))
+        ring_bell(sc);
+    return 1;
+}
+
 static void shm_write_start(pscom_con_t *con)
 {
     shm_con_t *sc = pscom_con_transport_data(con);
@@ -295,6 +316,7 @@ static void shm_close(pscom_con_t *con)
 
 static const pscom_con_ops_t shm_ops = {
     .write_start = shm_write_start,
+    .write_now = shm_write_now,
     .close = shm_close,
     .rndv_pull = shm_rndv_pull,
 };

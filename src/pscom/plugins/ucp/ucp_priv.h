@@ -82,8 +82,8 @@ struct uc {
     uint64_t close_at;
     int peer_mode; /* UCX detects the peer's failure (and cancels what is in flight) */
     int eager;     /* no UCX rendezvous: shared memory lanes without peer failure detection */
-    int gone;   /* closed after the peer went away */
-    int cma_ok; /* core's rendezvous with a process_vm_readv pull (eager endpoints) */
+    int gone;      /* closed after the peer went away */
+    int cma_ok;    /* core's rendezvous with a process_vm_readv pull (eager endpoints) */
     int started, busy, dead, bye, on_work, on_list;
 };
 
@@ -105,6 +105,8 @@ extern int ucp_direct_feed;
 int ucp_on_recv(const void *hdr, size_t hlen, void *data, size_t len, int rndv, int keep_ok);
 /* Send what core has queued, as far as it goes. */
 void ucp_write(uc_t *uc);
+/* A small message from the stack, sent at once or not at all (see pscom_con_ops_t). */
+int ucp_write_now(uc_t *uc, const struct iovec *iov, int n, size_t len);
 /* Handle completions and feed what arrived in order. Nonzero if anything happened. */
 int ucp_service(uc_t *uc);
 /* The goodbye after the last data. 0, or -1. */

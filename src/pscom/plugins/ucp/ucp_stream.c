@@ -177,7 +177,8 @@ static int send_copy(uc_t *uc, const struct iovec *iov, int n, size_t len, uint3
    no completion to wait for). 0 sent, 1 not now, -1 failed. */
 #define SEND_NOW_MAX 1024
 
-static int send_now(uc_t *uc, const struct iovec *iov, int n, size_t len)
+/* ux_send_now of len (<= SEND_NOW_MAX) bytes in n iov entries: 0 sent, 1 not now, -1 failed */
+static int try_send_now(uc_t *uc, const struct iovec *iov, int n, size_t len, const char **why)
 {
     _Alignas(8) unsigned char buf[SEND_NOW_MAX];
     size_t off = 0;
@@ -186,13 +187,29 @@ static int send_now(uc_t *uc, const struct iovec *iov, int n, size_t len)
         off += iov[i].iov_len;
     }
     ucp_hdr_t h = {.id = uc->peer_id, .seq = uc->tx_seq, .kind = K_DATA};
-    const char *why = NULL;
-    int r = ux_send_now(uc->ep, &h, sizeof(h), buf, len, &why);
+    int r = ux_send_now(uc->ep, &h, sizeof(h), buf, len, why);
     if (r == 0)
         uc->tx_seq++;
-    else if (r < 0)
+    return r;
+}
+
+static int send_now(uc_t *uc, const struct iovec *iov, int n, size_t len)
+{
+    const char *why = NULL;
+    int r = try_send_now(uc, iov, n, len, &why);
+    if (r < 0)
         ucp_fail(uc, PSCOM_OP_WRITE, PSCOM_ERR_IOERROR, why);
     return r;
+}
+
+int ucp_write_now(uc_t *uc, const struct iovec *iov, int n, size_t len)
+{
+    /* not from inside a UCX callback, nor where the queued path has work to finish first */
+    if (uc->dead || !uc->started || uc->ep_err || uc->busy || len > SEND_NOW_MAX ||
+        ux_in_progress())
+        return 0;
+    const char *why = NULL;
+    return try_send_now(uc, iov, n, len, &why) == 0; /* a failure shows on the queued path */
 }
 
 void ucp_write(uc_t *uc)

@@ -48,6 +48,10 @@ typedef struct {
     uint64_t sreq;       /* SSEND: sender's request, echoed in the ack */
 } MPIDI_PSCOM_tagged_xhdr_t;
 
+/* Sends of at most this many bytes first try pscom_send_now (a default shm ring slot holds
+   8 KiB with the headers; the transport decides, this only spares larger ones the try) */
+#define MPIDI_PSCOM_SEND_NOW_MAX 8000
+
 typedef struct {
     uint8_t type; /* MPIDI_PSCOM_MSG_SSEND_ACK */
     uint8_t version;

@@ -20,6 +20,22 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend(const void *buf, MPI_Aint count,
 
     MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
     (void)dt_ptr;
+    pscom_connection_t *con = addr ? MPIDI_PSCOM_av_con(addr) : MPIDI_PSCOM_comm_con(comm, rank);
+
+    /* small contiguous message, no request of the caller's: if the transport takes it at once
+       (shm ring slot, UCX short message), no pscom request and a pre-completed MPI one */
+    if (dt_contig && !is_sync && !req && con && data_sz <= MPIDI_PSCOM_SEND_NOW_MAX) {
+        MPIDI_PSCOM_tagged_xhdr_t now = {.type = MPIDI_PSCOM_MSG_TAGGED,
+                                         .version = MPIDI_PSCOM_WIRE_VERSION,
+                                         .tag = tag,
+                                         .context_id = comm->context_id + context_offset,
+                                         .src_rank = comm->rank};
+        if (pscom_send_now(con, &now, sizeof(now),
+                           data_sz ? MPIR_get_contig_ptr(buf, dt_true_lb) : NULL, data_sz)) {
+            *request = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
+            return MPI_SUCCESS;
+        }
+    }
 
     pscom_request_t *preq = MPIDI_PSCOM_preq_create(sizeof(*xh), MPIDI_PSCOM_tagged_send_done);
     MPIR_ERR_CHKANDJUMP(preq == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
@@ -58,7 +74,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend(const void *buf, MPI_Aint count,
     xh->sreq = is_sync ? (uint64_t)(uintptr_t)req : 0;
     preq->xheader_len = sizeof(*xh);
     preq->data_len = data_sz;
-    preq->connection = addr ? MPIDI_PSCOM_av_con(addr) : MPIDI_PSCOM_comm_con(comm, rank);
+    preq->connection = con;
     pscom_post_send(preq);
     MPIDI_PSCOM_finish_posted(preq);
     *request = req;
