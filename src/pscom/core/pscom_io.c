@@ -479,6 +479,23 @@ static void data_done(pscom_con_t *con)
         recv_done(req);
 }
 
+/* Larger user headers of an unaligned message go through the assembly buffer. */
+#define FEED_COPY_XHEADER 256
+
+/* The header at p (len >= HDR_SIZE bytes there) if it can be read in place or from an
+   aligned copy: UCX hands over payloads at any alignment. NULL: assemble it in hbuf. */
+static inline pscom_header_net_t *feed_header(const char *p, size_t len, unsigned char *copy)
+{
+    if (!((uintptr_t)p & 7))
+        return (pscom_header_net_t *)p;
+    uint16_t xlen;
+    memcpy(&xlen, p + offsetof(pscom_header_net_t, xheader_len), sizeof(xlen));
+    if (xlen > FEED_COPY_XHEADER || HDR_SIZE + xlen > len)
+        return NULL;
+    memcpy(copy, p, HDR_SIZE + xlen);
+    return (pscom_header_net_t *)copy;
+}
+
 void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
 {
     const char *p = buf;
@@ -499,9 +516,11 @@ void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
                 data_done(con);
             continue;
         }
-        /* fast path: a whole, aligned header in the buffer */
-        if (rs->hlen == 0 && len >= HDR_SIZE && !((uintptr_t)p & 7)) {
-            pscom_header_net_t *h = (pscom_header_net_t *)p;
+        /* fast path: a whole header in the buffer. UCX hands over payloads at any alignment:
+           a small header is read from an aligned copy on the stack (no hbuf round trip). */
+        _Alignas(16) unsigned char copy[HDR_SIZE + FEED_COPY_XHEADER];
+        pscom_header_net_t *h = rs->hlen == 0 && len >= HDR_SIZE ? feed_header(p, len, copy) : NULL;
+        if (h) {
             if (check_header(con, h))
                 return;
             size_t need = HDR_SIZE + h->xheader_len;
@@ -521,7 +540,7 @@ void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
             if (!rs->hbuf)
                 pscom_fatal("out of memory");
         }
-        pscom_header_net_t *h = (pscom_header_net_t *)rs->hbuf;
+        h = (pscom_header_net_t *)rs->hbuf;
         size_t need = rs->hlen >= HDR_SIZE ? HDR_SIZE + h->xheader_len : HDR_SIZE;
         size_t c = need - rs->hlen < len ? need - rs->hlen : len;
         memcpy(rs->hbuf + rs->hlen, p, c);
