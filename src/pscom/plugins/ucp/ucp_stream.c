@@ -48,6 +48,13 @@ static int feed_now(uc_t *uc, const ucp_hdr_t *h, const void *hdr, const void *d
 int ucp_on_recv(const void *hdr, size_t hlen, void *data, size_t len, int rndv, int keep_ok)
 {
     ucp_hdr_t h;
+    if (hlen == 0 && !rndv && len >= sizeof(h)) { /* a small one: our header leads the data */
+        hdr = data;
+        hlen = sizeof(h);
+        data = (char *)data + sizeof(h);
+        len -= sizeof(h);
+        keep_ok = 0; /* UCX's descriptor is not at data any more: a queued one is copied */
+    }
     if (hlen < sizeof(h)) {
         PSCOM_LOG(2, "ucp: dropped a message with a %zu byte header", hlen);
         return 0;
@@ -180,14 +187,15 @@ static int send_copy(uc_t *uc, const struct iovec *iov, int n, size_t len, uint3
 /* ux_send_now of len (<= SEND_NOW_MAX) bytes in n iov entries: 0 sent, 1 not now, -1 failed */
 static int try_send_now(uc_t *uc, const struct iovec *iov, int n, size_t len, const char **why)
 {
-    _Alignas(8) unsigned char buf[SEND_NOW_MAX];
-    size_t off = 0;
-    for (int i = 0; i < n; i++) {
-        memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
-        off += iov[i].iov_len;
-    }
+    /* our header in front of the data, no UCX user header: UCX then takes its plain short
+       path (one buffer) instead of the gathering one */
+    _Alignas(8) unsigned char buf[sizeof(ucp_hdr_t) + SEND_NOW_MAX];
     ucp_hdr_t h = {.id = uc->peer_id, .seq = uc->tx_seq, .kind = K_DATA};
-    int r = ux_send_now(uc->ep, &h, sizeof(h), buf, len, why);
+    memcpy(buf, &h, sizeof(h));
+    size_t off = sizeof(h);
+    for (int i = 0; i < n; off += iov[i].iov_len, i++)
+        memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
+    int r = ux_send_now(uc->ep, NULL, 0, buf, sizeof(h) + len, why);
     if (r == 0)
         uc->tx_seq++;
     return r;
