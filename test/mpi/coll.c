@@ -362,6 +362,53 @@ static int test_allreduce(MPI_Comm comm)
     return ok;
 }
 
+/* Allreduce of few bytes on every communicator size 1..world (the ranks above the largest
+   power of two take the fold), around the netmod's small-message limit (1 KiB), every rank
+   getting the same bits of a floating point sum. */
+static int test_allreduce_sizes(void)
+{
+    int wsize, ok = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    for (int n = 1; n <= wsize; n++) {
+        MPI_Comm c;
+        MPI_Comm_split(MPI_COMM_WORLD, wrank < n ? 0 : MPI_UNDEFINED, wrank, &c);
+        if (c == MPI_COMM_NULL)
+            continue;
+        int rank;
+        MPI_Comm_rank(c, &rank);
+        static const int counts[] = {0, 1, 3, 127, 128, 129, 300};
+        for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+            int cnt = counts[k];
+            double in[300], out[300], first[300];
+            long long li[300], lo[300];
+            for (int i = 0; i < cnt; i++) {
+                in[i] = 1.0 / (rank + 1 + i) + 1e-9 * rank; /* rounding depends on order */
+                li[i] = (long long)rank * 1000 + i;
+                lo[i] = -1;
+                out[i] = -1;
+            }
+            MPI_Allreduce(in, out, cnt, MPI_DOUBLE, MPI_SUM, c);
+            memcpy(first, out, sizeof(double) * (size_t)cnt);
+            MPI_Bcast(first, cnt, MPI_DOUBLE, 0, c);
+            ok &= memcmp(first, out, sizeof(double) * (size_t)cnt) == 0;
+            for (int i = 0; i < cnt; i++) {
+                double e = 0;
+                for (int r = 0; r < n; r++)
+                    e += 1.0 / (r + 1 + i) + 1e-9 * r;
+                ok &= out[i] > e - 1e-9 && out[i] < e + 1e-9;
+            }
+            MPI_Allreduce(li, lo, cnt, MPI_LONG_LONG, MPI_MAX, c);
+            for (int i = 0; i < cnt; i++)
+                ok &= lo[i] == (long long)(n - 1) * 1000 + i;
+            MPI_Allreduce(MPI_IN_PLACE, li, cnt, MPI_LONG_LONG, MPI_SUM, c);
+            for (int i = 0; i < cnt; i++)
+                ok &= li[i] == (long long)n * (n - 1) / 2 * 1000 + (long long)n * i;
+        }
+        MPI_Comm_free(&c);
+    }
+    return ok;
+}
+
 static int test_reduce_scatter_scan(MPI_Comm comm)
 {
     int rank, size, ok = 1;
@@ -636,7 +683,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     if (wrank == 0)
-        printf("1..13\n");
+        printf("1..14\n");
     MPI_Comm w = MPI_COMM_WORLD;
     check(test_barrier(w), "MPI_Barrier / MPI_Ibarrier: nobody leaves before the last enters");
     check(test_bcast(w), "MPI_Bcast from every root, 40 B and 1 MiB");
@@ -647,6 +694,8 @@ int main(int argc, char **argv)
                           "non-commutative user op; MPI_Reduce_local");
     check(test_allreduce(w), "MPI_Allreduce: int/float/uchar/long/double, SUM MIN BOR LAND LOR "
                              "BXOR MINLOC MAX, MPI_IN_PLACE, 800 KB");
+    check(test_allreduce_sizes(), "MPI_Allreduce on every communicator size up to the world's, "
+                                  "0 to 2400 B, same bits everywhere");
     check(test_reduce_scatter_scan(w), "MPI_Reduce_scatter(_block), MPI_Scan, MPI_Exscan");
     check(test_nonblocking(w), "11 nonblocking collectives in flight at once");
     check(test_nonblocking_v(w), "MPI_Igatherv/Iscatterv/Iallgatherv/Ialltoallv/Ialltoallw/"

@@ -46,6 +46,31 @@ int MPIDI_PSCOM_msa_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Dataty
                              void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                              MPIR_Comm *comm, MPIR_Errflag_t *errflag);
 
+/* pscom_coll_small.c: Allreduce of at most this many bytes, ahead of ch4's algorithm search
+   (maint/patches/0007); the stack holds the partner's data */
+#define MPIDI_PSCOM_ALLREDUCE_SMALL_MAX 1024
+int MPIDI_PSCOM_allreduce_small(const void *sendbuf, void *recvbuf, MPI_Aint count,
+                                MPI_Datatype datatype, MPI_Op op, MPIR_Comm *comm,
+                                MPIR_Errflag_t *errflag);
+
+/* Builtin type and operation (so: contiguous, commutative), host memory, an intracommunicator,
+   no algorithm chosen by the user, MSA hooks off, one thread in MPI (the wait does not yield). */
+MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_allreduce_small_ok(const void *sendbuf, void *recvbuf,
+                                                            MPI_Aint count, MPI_Datatype datatype,
+                                                            MPI_Op op, MPIR_Comm *comm)
+{
+    return HANDLE_IS_BUILTIN(datatype) && HANDLE_IS_BUILTIN(op) && count >= 0 &&
+           MPIR_Datatype_get_basic_size(datatype) > 0 &&
+           count <= MPIDI_PSCOM_ALLREDUCE_SMALL_MAX / MPIR_Datatype_get_basic_size(datatype) &&
+           comm->comm_kind == MPIR_COMM_KIND__INTRACOMM && !MPIR_IS_THREADED &&
+           MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM == MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM_auto &&
+           !MPIDI_PSCOM_msa.coll_hooks && !MPIR_GPU_query_pointer_is_dev(recvbuf) &&
+           (sendbuf == MPI_IN_PLACE || !MPIR_GPU_query_pointer_is_dev(sendbuf));
+}
+
+#define MPIDI_NM_ALLREDUCE_SHORTCUT MPIDI_PSCOM_allreduce_small_ok
+#define MPIDI_NM_allreduce_shortcut MPIDI_PSCOM_allreduce_small
+
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_barrier(MPIR_Comm *comm, MPIR_Errflag_t *errflag)
 {
     if (unlikely(MPIDI_PSCOM_msa.coll_hooks))
