@@ -32,6 +32,12 @@ static const pscom_env_row_t ucp_env[] = {
      "active message and complete at once; of larger ones the data is handed to UCX in place "
      "(its own zero-copy rendezvous where the transport can) and completes when UCX is done.",
      PSCOM_ENV_SIZE, &ucp_cfg.small, 0, 0},
+    {"PSP_UCP_EAGER", "512k",
+     "Messages of at most this many bytes go by UCX's eager protocol even where UCX would pick "
+     "its rendezvous (over tcp it switches at a few KiB, and each active message rendezvous "
+     "costs a round trip: a window of 16-256 KiB messages streams 2-6x faster eager). Larger "
+     "ones: UCX decides. Shared memory endpoints are always eager.",
+     PSCOM_ENV_SIZE, &ucp_cfg.eager, 0, 0},
     {"PSP_UCP_DIRECT", "1",
      "Fetch large (UCX rendezvous) payloads straight into the matched receive buffer (0: into "
      "a temporary buffer, then copy).",

@@ -13,6 +13,7 @@
 /* PSP_UCP_* (ucp.c) */
 extern struct ucp_cfg {
     size_t small;
+    size_t eager;
     int direct;
     size_t cma;
     unsigned hup_ms;

@@ -266,7 +266,7 @@ void ucp_write(uc_t *uc)
             memcpy(tx->hdr + off, iov[i].iov_base, iov[i].iov_len);
         const char *why = NULL;
         int r = ux_send(uc->ep, tx->hdr, sizeof(h) + pre, iov[n - 1].iov_base, iov[n - 1].iov_len,
-                        uc->eager, &tx->op, &why);
+                        uc->eager || total <= ucp_cfg.eager, &tx->op, &why);
         if (r <= 0)
             free(tx);
         if (r < 0) {
