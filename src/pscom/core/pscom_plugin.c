@@ -3,6 +3,11 @@
  * PSP_PLUGINDIR, then the directory libpscom itself was loaded from. Each plugin gets two
  * generated configuration rows, PSP_<NAME> (0 = off, N = user priority) and
  * PSP_<NAME>_RENDEZVOUS, next to its own rows.
+ *
+ * The transports of `loadable` are loaded and initialised when a connection first asks for
+ * them (in priority order), not at pscom_init: a job whose peers all take shm never loads UCX
+ * (6.7 MiB of resident memory per process, and its start-up time). Their rows (PSP_UCP_*) are
+ * known from then on; pscom_plugin_info (pscom_info) loads them all first.
  */
 #include <ctype.h>
 #include <dlfcn.h>
@@ -18,9 +23,13 @@ extern const pscom_plugin_t pscom_plugin_shm;
 extern const pscom_plugin_t pscom_plugin_tcp;
 
 static const pscom_plugin_t *const builtin[] = {&pscom_plugin_shm, &pscom_plugin_tcp};
-/* transports that live in their own library: these are always listed (pscom_info says why
-   one is missing); any other libpscom4<name>.so found in the plugin directories is added */
-static const char *const loadable[] = {"ucp", "gw"};
+/* transports that live in their own library, with the priority they declare: always listed
+   (pscom_info says why one is missing), loaded on first use. Any other libpscom4<name>.so
+   found in the plugin directories is added and loaded at init (its priority is not known). */
+static const struct {
+    const char *name;
+    int priority;
+} loadable[] = {{"ucp", 50}, {"gw", 40}};
 
 #define MAX_PLUGINS 8
 
@@ -28,6 +37,8 @@ typedef struct plugin_slot {
     char name[16];
     const pscom_plugin_t *plugin; /* NULL if not loaded */
     void *dl;
+    int priority; /* the plugin's, or loadable[]'s before it is loaded */
+    int deferred; /* listed as usable, loaded and initialised on first use */
     int user_prio;
     size_t rendezvous;
     int available;
@@ -178,12 +189,47 @@ static void sort_order(void)
         for (int j = i; j > 0; j--) {
             plugin_slot_t *a = &slots[order[j - 1]], *b = &slots[order[j]];
             if (a->user_prio > b->user_prio ||
-                (a->user_prio == b->user_prio && a->plugin->priority >= b->plugin->priority))
+                (a->user_prio == b->user_prio && a->priority >= b->priority))
                 break;
             int t = order[j - 1];
             order[j - 1] = order[j];
             order[j] = t;
         }
+}
+
+/* Find the library if needed, register the plugin's rows, run its init. */
+static void activate(plugin_slot_t *s)
+{
+    s->deferred = 0;
+    if (!s->plugin)
+        try_load(s);
+    if (!s->plugin) {
+        s->available = 0;
+        return;
+    }
+    if (s->priority && s->plugin->priority != s->priority)
+        PSCOM_LOG(1, "%s: plugin priority %d, listed as %d (selection order kept)", s->name,
+                  s->plugin->priority, s->priority);
+    s->priority = s->plugin->priority;
+    if (s->plugin->env)
+        pscom_env_register(s->name, s->plugin->env);
+    /* the threshold may depend on the plugin's own rows: re-read after registering them */
+    if (!pscom_env_is_set(s->var_rndv) && !pscom_env_is_set("PSP_RENDEZVOUS"))
+        s->rendezvous = s->plugin->rendezvous;
+    s->available = !s->plugin->init || s->plugin->init() == 0;
+}
+
+/* a loadable transport's library in one of the plugin directories? */
+static int library_found(const char *name)
+{
+    const char *dirs[2] = {pscom_config.plugindir, self_dir()};
+    char path[4200];
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/libpscom4%s.so", dirs[i] ? dirs[i] : "", name);
+        if (dirs[i] && *dirs[i] && access(path, R_OK) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 void pscom_plugins_init(void)
@@ -194,11 +240,14 @@ void pscom_plugins_init(void)
         plugin_slot_t *s = &slots[n_slots++];
         snprintf(s->name, sizeof(s->name), "%s", builtin[i]->name);
         s->plugin = builtin[i];
+        s->priority = builtin[i]->priority;
         snprintf(s->status, sizeof(s->status), "built in");
     }
     for (size_t i = 0; i < sizeof(loadable) / sizeof(loadable[0]); i++) {
         plugin_slot_t *s = &slots[n_slots++];
-        snprintf(s->name, sizeof(s->name), "%s", loadable[i]);
+        snprintf(s->name, sizeof(s->name), "%s", loadable[i].name);
+        s->priority = loadable[i].priority;
+        s->deferred = 1;
     }
     add_found_plugins();
     for (int i = 0; i < n_slots; i++) {
@@ -209,26 +258,28 @@ void pscom_plugins_init(void)
                      "%sdisabled by %s=0", s->status[0] ? "; " : "", s->var_prio);
             continue;
         }
-        if (!s->plugin)
-            try_load(s);
-        if (!s->plugin)
+        if (s->deferred && library_found(s->name)) {
+            s->available = 1; /* until its load or init fails */
+            snprintf(s->status, sizeof(s->status), "loaded on first use");
             continue;
-        if (s->plugin->env)
-            pscom_env_register(s->name, s->plugin->env);
-        /* the threshold may depend on the plugin's own rows: re-read after registering them */
-        if (!pscom_env_is_set(s->var_rndv) && !pscom_env_is_set("PSP_RENDEZVOUS"))
-            s->rendezvous = s->plugin->rendezvous;
-        if (s->plugin->init && s->plugin->init() != 0)
-            continue;
-        s->available = 1;
+        }
+        activate(s);
     }
     sort_order();
+}
+
+/* every deferred transport now (pscom_info: real status, all configuration rows) */
+static void activate_all(void)
+{
+    for (int i = 0; i < n_slots; i++)
+        if (slots[i].deferred && slots[i].available)
+            activate(&slots[i]);
 }
 
 void pscom_plugins_destroy(void)
 {
     for (int i = 0; i < n_slots; i++) {
-        if (slots[i].available && slots[i].plugin->destroy)
+        if (slots[i].available && !slots[i].deferred && slots[i].plugin->destroy)
             slots[i].plugin->destroy();
         slots[i].available = 0;
     }
@@ -242,7 +293,14 @@ int pscom_plugin_count(void)
 
 const pscom_plugin_t *pscom_plugin_get(int index)
 {
-    return index < n_order ? slots[order[index]].plugin : NULL;
+    if (index >= n_order)
+        return NULL;
+    plugin_slot_t *s = &slots[order[index]];
+    if (s->deferred) {
+        activate(s);
+        PSCOM_LOG(2, "%s: loaded on first use: %s", s->name, s->available ? "usable" : s->status);
+    }
+    return s->available ? s->plugin : NULL;
 }
 
 int pscom_plugin_index(const char *name)
@@ -262,10 +320,11 @@ size_t pscom_plugin_rendezvous(const pscom_plugin_t *plugin)
 PSCOM_API int pscom_plugin_info(int index, pscom_plugin_info_t *info)
 {
     pscom_lock();
+    activate_all();
     /* usable ones in selection order first, then the rest */
     int idx = -1, k = 0;
-    for (int i = 0; i < n_order; i++, k++)
-        if (k == index)
+    for (int i = 0; i < n_order; i++)
+        if (slots[order[i]].available && k++ == index)
             idx = order[i];
     for (int i = 0; idx < 0 && i < n_slots; i++)
         if (!slots[i].available && k++ == index)
@@ -277,7 +336,7 @@ PSCOM_API int pscom_plugin_info(int index, pscom_plugin_info_t *info)
     plugin_slot_t *s = &slots[idx];
     memset(info, 0, sizeof(*info));
     snprintf(info->name, sizeof(info->name), "%s", s->name);
-    info->priority = s->plugin ? s->plugin->priority : 0;
+    info->priority = s->plugin ? s->plugin->priority : s->priority;
     info->user_prio = s->user_prio;
     info->available = s->available;
     info->rendezvous = s->rendezvous;
