@@ -47,8 +47,7 @@ static int write_depth;
 
 static void kick_write(pscom_con_t *con)
 {
-    int depth = write_depth;
-    if (depth || con->closed || !con->ops)
+    if (write_depth || con->closed || !con->ops)
         return;
     write_depth++;
     con->ops->write_start(con);

@@ -35,11 +35,8 @@ static int send_to(exchange_t *x, int rank, const void *buf)
         return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                     MPI_ERR_OTHER, "**pscom_con", "**pscom_con %s %s", "?",
                                     "no connection");
-    MPIDI_PSCOM_tagged_xhdr_t xh = {.type = MPIDI_PSCOM_MSG_TAGGED,
-                                    .version = MPIDI_PSCOM_WIRE_VERSION,
-                                    .tag = coll_tag(*x->errflag),
-                                    .context_id = x->comm->context_id + MPIR_CONTEXT_INTRA_COLL,
-                                    .src_rank = x->comm->rank};
+    MPIDI_PSCOM_tagged_xhdr_t xh =
+        MPIDI_PSCOM_tagged_xhdr(x->comm, MPIR_CONTEXT_INTRA_COLL, coll_tag(*x->errflag));
     if (!pscom_send_now(con, &xh, sizeof(xh), buf, x->len))
         pscom_send(con, &xh, sizeof(xh), buf, x->len); /* a copy: buf may change at once */
     return MPI_SUCCESS;

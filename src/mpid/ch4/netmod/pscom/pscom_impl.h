@@ -165,6 +165,18 @@ MPL_STATIC_INLINE_PREFIX pscom_connection_t *MPIDI_PSCOM_comm_con(MPIR_Comm *com
     return MPIDI_PSCOM_av_con(MPIDIU_comm_rank_to_av(comm, rank));
 }
 
+/* The xheader of a plain (not synchronous) tagged message of comm's rank. */
+MPL_STATIC_INLINE_PREFIX MPIDI_PSCOM_tagged_xhdr_t MPIDI_PSCOM_tagged_xhdr(MPIR_Comm *comm,
+                                                                           int context_offset,
+                                                                           int tag)
+{
+    return (MPIDI_PSCOM_tagged_xhdr_t){.type = MPIDI_PSCOM_MSG_TAGGED,
+                                       .version = MPIDI_PSCOM_WIRE_VERSION,
+                                       .tag = tag,
+                                       .context_id = comm->context_id + context_offset,
+                                       .src_rank = comm->rank};
+}
+
 #include "pscom_msa.h"
 
 #endif /* PSCOM_IMPL_H_INCLUDED */

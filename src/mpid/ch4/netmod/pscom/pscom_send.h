@@ -25,11 +25,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend(const void *buf, MPI_Aint count,
     /* small contiguous message, no request of the caller's: if the transport takes it at once
        (shm ring slot, UCX short message), no pscom request and a pre-completed MPI one */
     if (dt_contig && !is_sync && !req && con && data_sz <= MPIDI_PSCOM_SEND_NOW_MAX) {
-        MPIDI_PSCOM_tagged_xhdr_t now = {.type = MPIDI_PSCOM_MSG_TAGGED,
-                                         .version = MPIDI_PSCOM_WIRE_VERSION,
-                                         .tag = tag,
-                                         .context_id = comm->context_id + context_offset,
-                                         .src_rank = comm->rank};
+        MPIDI_PSCOM_tagged_xhdr_t now = MPIDI_PSCOM_tagged_xhdr(comm, context_offset, tag);
         if (pscom_send_now(con, &now, sizeof(now),
                            data_sz ? MPIR_get_contig_ptr(buf, dt_true_lb) : NULL, data_sz)) {
             *request = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
