@@ -284,20 +284,29 @@ static void take_header(pscom_req_t *req, pscom_con_t *con, const pscom_header_n
     req->pub.connection = &con->pub;
 }
 
+static pscom_req_t *unposted_recv_req(pscom_con_t *con, pscom_header_net_t *hdr, int rndv);
+
 /* The request that takes a message: posted (con or any, earliest posted first), the socket's
    default_recv hook, or a new generated request. */
-static pscom_req_t *find_recv_req(pscom_con_t *con, pscom_header_net_t *hdr, int rndv)
+static inline pscom_req_t *find_recv_req(pscom_con_t *con, pscom_header_net_t *hdr, int rndv)
 {
     pscom_req_t *a = list_empty(&con->recvq) ? NULL : first_accepting(&con->recvq, con, hdr);
     pscom_req_t *b =
         list_empty(&con->sock->recvq_any) ? NULL : first_accepting(&con->sock->recvq_any, con, hdr);
     pscom_req_t *req = (a && b) ? (a->seq < b->seq ? a : b) : (a ? a : b);
-    if (req) {
-        list_del(&req->q);
-        req->pub.state |= PSCOM_REQ_STATE_IO_STARTED;
-        take_header(req, con, hdr);
-        return req;
-    }
+    if (!req)
+        return unposted_recv_req(con, hdr, rndv);
+    list_del(&req->q);
+    req->pub.state |= PSCOM_REQ_STATE_IO_STARTED;
+    take_header(req, con, hdr);
+    return req;
+}
+
+/* No posted receive takes it (kept out of line: the posted case is the fast one). */
+static __attribute__((noinline)) pscom_req_t *unposted_recv_req(pscom_con_t *con,
+                                                                pscom_header_net_t *hdr, int rndv)
+{
+    pscom_req_t *req;
     if (con->sock->pub.ops.default_recv) {
         pscom_request_t *r = con->sock->pub.ops.default_recv(&con->pub, hdr);
         if (r) {
@@ -391,7 +400,8 @@ pscom_req_t *pscom_recv_match(pscom_con_t *con, pscom_header_net_t *hdr, int rnd
     return find_recv_req(con, hdr, rndv);
 }
 
-static int protocol_error(pscom_con_t *con, const char *what, const pscom_header_net_t *h)
+static __attribute__((noinline, cold)) int protocol_error(pscom_con_t *con, const char *what,
+                                                           const pscom_header_net_t *h)
 {
     pscom_log(1,
               "malformed message from %s: %s (type %u, version 0x%x, xheader %u, data %llu); "
@@ -402,7 +412,7 @@ static int protocol_error(pscom_con_t *con, const char *what, const pscom_header
     return -1;
 }
 
-static int check_header(pscom_con_t *con, const pscom_header_net_t *h)
+static inline int check_header(pscom_con_t *con, const pscom_header_net_t *h)
 {
     if (unlikely(h->version != PSCOM_WIRE_VERSION))
         return protocol_error(con, "wrong wire version", h);
@@ -478,6 +488,25 @@ static void data_done(pscom_con_t *con)
         recv_done(req);
 }
 
+/* A user message whose data is all in this feed (small messages, eager in one piece): match,
+   copy and complete at once, without the parser's per-message state. */
+static void recv_whole(pscom_con_t *con, pscom_header_net_t *hdr, const char *data, uint64_t dlen)
+{
+    pscom_req_t *req = find_recv_req(con, hdr, 0);
+    pscom_stats.bytes_recv += dlen;
+    if (unlikely(!req))
+        return; /* out of memory for an unexpected message: dropped (as in start_data) */
+    uint64_t n = req->pub.data_len;
+    if (unlikely(dlen > n))
+        req->pub.state |= PSCOM_REQ_STATE_TRUNCATED;
+    else
+        n = dlen;
+    req->pub.data_len = n;
+    if (n)
+        memcpy(req->pub.data, data, n);
+    recv_done(req);
+}
+
 /* Larger user headers of an unaligned message go through the assembly buffer. */
 #define FEED_COPY_XHEADER 256
 
@@ -499,6 +528,18 @@ void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
 {
     const char *p = buf;
     recv_state_t *rs = &con->rs;
+    /* the common case first: exactly one whole user message, aligned (a shm ring slot, a UCX
+       short message). Anything else, or anything odd, takes the general parser below. */
+    const pscom_header_net_t *h1 = buf;
+    if (likely(!rs->data_left && !rs->hlen && !((uintptr_t)p & 7) && len >= HDR_SIZE &&
+               h1->msg_type == MSGTYPE_USER && h1->version == PSCOM_WIRE_VERSION &&
+               !h1->reserved && h1->xheader_len <= PSCOM_XHEADER_MAX)) {
+        size_t need = HDR_SIZE + h1->xheader_len;
+        if (likely(need <= len && h1->data_len == len - need)) {
+            recv_whole(con, (pscom_header_net_t *)h1, p + need, h1->data_len);
+            return;
+        }
+    }
     while (len) {
         if (rs->data_left) {
             size_t n = len < rs->data_left ? len : rs->data_left;
@@ -526,6 +567,15 @@ void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
             if (len >= need) {
                 p += need;
                 len -= need;
+                uint64_t dlen = h->data_len;
+                if (h->msg_type == MSGTYPE_USER && dlen <= len && h->xheader_len <= PSCOM_XHEADER_MAX) {
+                    recv_whole(con, h, p, dlen);
+                    p += dlen;
+                    len -= dlen;
+                    if (con->pub.state == PSCOM_CON_STATE_ERROR)
+                        return;
+                    continue;
+                }
                 if (dispatch(con, h))
                     return;
                 if (con->pub.state == PSCOM_CON_STATE_ERROR)

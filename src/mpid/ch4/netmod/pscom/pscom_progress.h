@@ -14,7 +14,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
     if (vci != 0)
         return MPI_SUCCESS; /* one pscom socket, driven from vci 0 */
     int events = pscom_progress(0);
-    events += MPIDI_PSCOM_drain();
+    if (MPIDI_PSCOM_global.done_head)
+        events += MPIDI_PSCOM_drain();
     if (unlikely(MPIDI_PSCOM_global.n_closed))
         MPIDI_PSCOM_reap_closed();
     if (!events && MPIDI_PSCOM_global.yield_idle)

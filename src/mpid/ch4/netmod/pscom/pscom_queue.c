@@ -23,7 +23,9 @@ pscom_request_t *MPIDI_PSCOM_preq_create(size_t max_xheader_len,
 
 void MPIDI_PSCOM_preq_free(pscom_request_t *preq)
 {
-    MPL_free(MPIDI_PSCOM_PREQ(preq)->buf);
+    void *buf = MPIDI_PSCOM_PREQ(preq)->buf;
+    if (buf)
+        MPL_free(buf);
     pscom_request_free(preq);
 }
 
