@@ -25,12 +25,29 @@ static const pscom_env_row_t env_rows[] = {
     {NULL, NULL, NULL, PSCOM_ENV_INT, NULL, 0, 0},
 };
 
+/* Processes of this job on this node. MPICH's local_size is what MPICH pretends for its
+   debugging modes (MPIR_CVAR_NOLOCAL=1: 1; MPIR_CVAR_NUM_CLIQUES=n: 1/n of it), so the
+   launcher's count wins when it says more: 8 ranks on 2 cores with NOLOCAL that never yield
+   take MPICH's sendflood past its time limit. */
+static int node_processes(void)
+{
+    int n = MPIR_Process.local_size;
+    const char *env = getenv("MPI_LOCALNRANKS"); /* set by hydra for every process */
+    if (env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*env && !*end && v > n && v < (1L << 24))
+            n = (int)v;
+    }
+    return n;
+}
+
 static int oversubscribed(void)
 {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof(set), &set) != 0)
         return 0;
-    return MPIR_Process.local_size > CPU_COUNT(&set);
+    return node_processes() > CPU_COUNT(&set);
 }
 
 int MPIDI_PSCOM_init_local(int *tag_bits)
