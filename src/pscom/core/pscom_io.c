@@ -401,7 +401,7 @@ pscom_req_t *pscom_recv_match(pscom_con_t *con, pscom_header_net_t *hdr, int rnd
 }
 
 static __attribute__((noinline, cold)) int protocol_error(pscom_con_t *con, const char *what,
-                                                           const pscom_header_net_t *h)
+                                                          const pscom_header_net_t *h)
 {
     pscom_log(1,
               "malformed message from %s: %s (type %u, version 0x%x, xheader %u, data %llu); "
@@ -532,8 +532,8 @@ void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
        short message). Anything else, or anything odd, takes the general parser below. */
     const pscom_header_net_t *h1 = buf;
     if (likely(!rs->data_left && !rs->hlen && !((uintptr_t)p & 7) && len >= HDR_SIZE &&
-               h1->msg_type == MSGTYPE_USER && h1->version == PSCOM_WIRE_VERSION &&
-               !h1->reserved && h1->xheader_len <= PSCOM_XHEADER_MAX)) {
+               h1->msg_type == MSGTYPE_USER && h1->version == PSCOM_WIRE_VERSION && !h1->reserved &&
+               h1->xheader_len <= PSCOM_XHEADER_MAX)) {
         size_t need = HDR_SIZE + h1->xheader_len;
         if (likely(need <= len && h1->data_len == len - need)) {
             recv_whole(con, (pscom_header_net_t *)h1, p + need, h1->data_len);
@@ -568,7 +568,8 @@ void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
                 p += need;
                 len -= need;
                 uint64_t dlen = h->data_len;
-                if (h->msg_type == MSGTYPE_USER && dlen <= len && h->xheader_len <= PSCOM_XHEADER_MAX) {
+                if (h->msg_type == MSGTYPE_USER && dlen <= len &&
+                    h->xheader_len <= PSCOM_XHEADER_MAX) {
                     recv_whole(con, h, p, dlen);
                     p += dlen;
                     len -= dlen;
