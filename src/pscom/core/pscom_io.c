@@ -530,13 +530,14 @@ void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
     recv_state_t *rs = &con->rs;
     /* the common case first: exactly one whole user message, aligned (a shm ring slot, a UCX
        short message). Anything else, or anything odd, takes the general parser below. */
-    const pscom_header_net_t *h1 = buf;
-    if (likely(!rs->data_left && !rs->hlen && !((uintptr_t)p & 7) && len >= HDR_SIZE &&
-               h1->msg_type == MSGTYPE_USER && h1->version == PSCOM_WIRE_VERSION && !h1->reserved &&
-               h1->xheader_len <= PSCOM_XHEADER_MAX)) {
+    pscom_header_net_t *h1 = (pscom_header_net_t *)buf;
+    if (likely(!rs->data_left && !rs->hlen && !((uintptr_t)p & 7) && len >= HDR_SIZE)) {
+        if (check_header(con, h1))
+            return;
         size_t need = HDR_SIZE + h1->xheader_len;
-        if (likely(need <= len && h1->data_len == len - need)) {
-            recv_whole(con, (pscom_header_net_t *)h1, p + need, h1->data_len);
+        if (likely(h1->msg_type == MSGTYPE_USER && h1->xheader_len <= PSCOM_XHEADER_MAX &&
+                   need <= len && h1->data_len == len - need)) {
+            recv_whole(con, h1, p + need, h1->data_len);
             return;
         }
     }
