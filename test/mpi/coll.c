@@ -409,6 +409,63 @@ static int test_allreduce_sizes(void)
     return ok;
 }
 
+/* Barrier and Bcast on every communicator size 1..world, Bcast from every root around the
+   netmod's small-message limit (12 KiB), and a Bcast whose counts differ between the ranks:
+   every non-root must report it (MPI_ERRORS_RETURN), nobody may hang. */
+static int bcast_mismatch(MPI_Comm c, int rank, int root_count, int other_count)
+{
+    int buf[4000] = {0}, err = MPI_Bcast(buf, rank == 0 ? root_count : other_count, MPI_INT, 0, c);
+    return rank == 0 || err != MPI_SUCCESS;
+}
+
+static int test_small_sizes(void)
+{
+    int wsize, ok = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    int *buf = malloc(3100 * sizeof(int));
+    for (int n = 1; n <= wsize; n++) {
+        MPI_Comm c;
+        MPI_Comm_split(MPI_COMM_WORLD, wrank < n ? 0 : MPI_UNDEFINED, wrank, &c);
+        if (c == MPI_COMM_NULL)
+            continue;
+        int rank;
+        MPI_Comm_rank(c, &rank);
+        /* the last rank enters 5 ms late; nobody may leave before */
+        double entered = 0;
+        MPI_Barrier(c);
+        if (rank == n - 1) {
+            struct timespec d = {0, 5 * 1000 * 1000};
+            nanosleep(&d, NULL);
+            entered = now();
+        }
+        MPI_Barrier(c);
+        double left = now();
+        MPI_Bcast(&entered, 1, MPI_DOUBLE, n - 1, c);
+        ok &= left >= entered;
+        static const int counts[] = {0, 1, 3, 3071, 3072, 3073};
+        for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+            for (int root = 0; root < n; root++) {
+                for (int i = 0; i < counts[k]; i++)
+                    buf[i] = rank == root ? val(root + n, i) : -1;
+                buf[counts[k]] = -2; /* nothing past the count is written */
+                MPI_Bcast(buf, counts[k], MPI_INT, root, c);
+                for (int i = 0; i < counts[k]; i++)
+                    ok &= buf[i] == val(root + n, i);
+                ok &= buf[counts[k]] == -2;
+            }
+        }
+        if (n > 1) {
+            MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+            ok &= bcast_mismatch(c, rank, 1, 10); /* the root sends less */
+            ok &= bcast_mismatch(c, rank, 10, 1); /* the root sends more */
+            MPI_Barrier(c);                       /* still usable afterwards */
+        }
+        MPI_Comm_free(&c);
+    }
+    free(buf);
+    return ok;
+}
+
 static int test_reduce_scatter_scan(MPI_Comm comm)
 {
     int rank, size, ok = 1;
@@ -683,7 +740,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     if (wrank == 0)
-        printf("1..14\n");
+        printf("1..15\n");
     MPI_Comm w = MPI_COMM_WORLD;
     check(test_barrier(w), "MPI_Barrier / MPI_Ibarrier: nobody leaves before the last enters");
     check(test_bcast(w), "MPI_Bcast from every root, 40 B and 1 MiB");
@@ -696,6 +753,8 @@ int main(int argc, char **argv)
                              "BXOR MINLOC MAX, MPI_IN_PLACE, 800 KB");
     check(test_allreduce_sizes(), "MPI_Allreduce on every communicator size up to the world's, "
                                   "0 to 2400 B, same bits everywhere");
+    check(test_small_sizes(), "MPI_Barrier / MPI_Bcast on every communicator size up to the "
+                              "world's, 0 to 12 KiB from every root; mismatched counts fail");
     check(test_reduce_scatter_scan(w), "MPI_Reduce_scatter(_block), MPI_Scan, MPI_Exscan");
     check(test_nonblocking(w), "11 nonblocking collectives in flight at once");
     check(test_nonblocking_v(w), "MPI_Igatherv/Iscatterv/Iallgatherv/Ialltoallv/Ialltoallw/"

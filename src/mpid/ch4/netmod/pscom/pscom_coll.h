@@ -68,8 +68,54 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_allreduce_small_ok(const void *sendbuf,
            (sendbuf == MPI_IN_PLACE || !MPIR_GPU_query_pointer_is_dev(sendbuf));
 }
 
+void MPIDI_PSCOM_coll_small_finalize(void); /* frees the requests it keeps */
+
 #define MPIDI_NM_ALLREDUCE_SHORTCUT MPIDI_PSCOM_allreduce_small_ok
 #define MPIDI_NM_allreduce_shortcut MPIDI_PSCOM_allreduce_small
+
+/* Barrier and Bcast ahead of ch4's search (maint/patches/0008): flat algorithms, so only where
+   MPICH's node-aware ones gain nothing: a communicator within one node, or a small one. The
+   test gives the same answer on every rank of comm, as it must. */
+#define MPIDI_PSCOM_FLAT_COLL_MAX_RANKS 8
+MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_flat_coll_ok(MPIR_Comm *comm)
+{
+    return comm->comm_kind == MPIR_COMM_KIND__INTRACOMM && !MPIR_IS_THREADED &&
+           !MPIDI_PSCOM_msa.coll_hooks &&
+           (comm->local_size <= MPIDI_PSCOM_FLAT_COLL_MAX_RANKS ||
+            comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__NODE ||
+            (comm->node_comm && comm->node_comm->local_size == comm->local_size));
+}
+
+int MPIDI_PSCOM_barrier_small(MPIR_Comm *comm, MPIR_Errflag_t *errflag);
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_barrier_small_ok(MPIR_Comm *comm)
+{
+    return MPIR_CVAR_BARRIER_INTRA_ALGORITHM == MPIR_CVAR_BARRIER_INTRA_ALGORITHM_auto &&
+           MPIDI_PSCOM_flat_coll_ok(comm);
+}
+
+#define MPIDI_NM_BARRIER_SHORTCUT MPIDI_PSCOM_barrier_small_ok
+#define MPIDI_NM_barrier_shortcut MPIDI_PSCOM_barrier_small
+
+/* MPICH's binomial Bcast goes up to 12 KiB (MPIR_CVAR_BCAST_SHORT_MSG_SIZE); so does ours */
+#define MPIDI_PSCOM_BCAST_SMALL_MAX 12288
+int MPIDI_PSCOM_bcast_small(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
+                            MPIR_Comm *comm, MPIR_Errflag_t *errflag);
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_bcast_small_ok(void *buffer, MPI_Aint count,
+                                                        MPI_Datatype datatype, int root,
+                                                        MPIR_Comm *comm)
+{
+    (void)root;
+    return HANDLE_IS_BUILTIN(datatype) && count >= 0 &&
+           MPIR_Datatype_get_basic_size(datatype) > 0 &&
+           count <= MPIDI_PSCOM_BCAST_SMALL_MAX / MPIR_Datatype_get_basic_size(datatype) &&
+           MPIR_CVAR_BCAST_INTRA_ALGORITHM == MPIR_CVAR_BCAST_INTRA_ALGORITHM_auto &&
+           MPIDI_PSCOM_flat_coll_ok(comm) && !MPIR_GPU_query_pointer_is_dev(buffer);
+}
+
+#define MPIDI_NM_BCAST_SHORTCUT MPIDI_PSCOM_bcast_small_ok
+#define MPIDI_NM_bcast_shortcut MPIDI_PSCOM_bcast_small
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_barrier(MPIR_Comm *comm, MPIR_Errflag_t *errflag)
 {

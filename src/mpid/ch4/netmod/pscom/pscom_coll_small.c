@@ -1,26 +1,29 @@
 /*
- * Allreduce of a few bytes straight over pscom. At this size MPICH's generic path costs more
- * than the messages: two algorithm searches (ch4 and MPIR), a temporary buffer, MPI requests
- * for every send and receive. This is recursive doubling, the ranks above the largest power of
- * two folded in first, as MPICH's own algorithm does it: the partner's data arrives in a stack
- * buffer through one reused pscom receive, sends go out at once (pscom_send_now) or as copies.
- * The messages are ordinary tagged messages on the collective context with MPIR_ALLREDUCE_TAG
- * and MPICH's error bits, so matching, ordering and failure reporting stay those of MPICH.
+ * Small collectives straight over pscom: Allreduce of a few bytes, Barrier, Bcast of a few KiB.
+ * At these sizes MPICH's generic path costs more than the messages: algorithm searches (ch4
+ * and MPIR), the node-aware composition (a Barrier on 2 ranks of one node became a node
+ * Barrier plus a 1-byte node Bcast), temporary buffers, MPI requests for every send and
+ * receive. The algorithms are MPICH's own (recursive doubling with the ranks above the largest
+ * power of two folded in first; dissemination; binomial tree): one reused pscom receive, sends
+ * go out at once (pscom_send_now) or as copies. The messages are ordinary tagged messages on
+ * the collective context with MPICH's tags and error bits, so matching, ordering and failure
+ * reporting stay those of MPICH.
  */
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
 
 typedef struct {
     MPIR_Comm *comm;
+    int tag;               /* MPIR_ALLREDUCE_TAG, MPIR_BARRIER_TAG, ... */
     pscom_request_t *preq; /* the one receive, posted once per exchange */
+    pscom_request_t *sreq; /* a send that must wait (Bcast), made when first needed */
     void *tmp;             /* the partner's data */
     size_t len;
     MPIR_Errflag_t *errflag;
 } exchange_t;
 
-static int coll_tag(MPIR_Errflag_t errflag)
+static int coll_tag(int tag, MPIR_Errflag_t errflag)
 {
-    int tag = MPIR_ALLREDUCE_TAG;
     if (errflag == MPIR_ERR_PROC_FAILED)
         MPIR_TAG_SET_PROC_FAILURE_BIT(tag);
     else if (errflag)
@@ -36,10 +39,92 @@ static int send_to(exchange_t *x, int rank, const void *buf)
                                     MPI_ERR_OTHER, "**pscom_con", "**pscom_con %s %s", "?",
                                     "no connection");
     MPIDI_PSCOM_tagged_xhdr_t xh =
-        MPIDI_PSCOM_tagged_xhdr(x->comm, MPIR_CONTEXT_INTRA_COLL, coll_tag(*x->errflag));
+        MPIDI_PSCOM_tagged_xhdr(x->comm, MPIR_CONTEXT_INTRA_COLL, coll_tag(x->tag, *x->errflag));
     if (!pscom_send_now(con, &xh, sizeof(xh), buf, x->len))
         pscom_send(con, &xh, sizeof(xh), buf, x->len); /* a copy: buf may change at once */
     return MPI_SUCCESS;
+}
+
+/* One receive and one send request kept from call to call: making and freeing them cost more
+   than an 8-byte Bcast on a receiving rank (pscom's request init, malloc and free). One thread
+   in MPI (the shortcuts' condition), so no lock; a nested use simply makes its own. */
+static pscom_request_t *spare_recv, *spare_send;
+
+static pscom_request_t *preq_get(pscom_request_t **spare)
+{
+    pscom_request_t *preq = *spare;
+    if (preq) {
+        *spare = NULL;
+        return preq;
+    }
+    preq = MPIDI_PSCOM_preq_create(sizeof(MPIDI_PSCOM_tagged_xhdr_t), NULL);
+    if (preq) {
+        preq->ops.io_done = NULL; /* waited for here, never queued for MPIDI_NM_progress */
+        preq->ops.recv_accept = MPIDI_PSCOM_tagged_accept;
+    }
+    return preq;
+}
+
+static void preq_put(pscom_request_t **spare, pscom_request_t *preq)
+{
+    if (!preq)
+        return;
+    if (*spare)
+        MPIDI_PSCOM_preq_free(preq);
+    else
+        *spare = preq;
+}
+
+/* before the socket closes: the requests belong to it */
+void MPIDI_PSCOM_coll_small_finalize(void)
+{
+    if (spare_recv)
+        MPIDI_PSCOM_preq_free(spare_recv);
+    if (spare_send)
+        MPIDI_PSCOM_preq_free(spare_send);
+    spare_recv = spare_send = NULL;
+}
+
+/* Wait for a pscom request with full MPI progress (RMA targets, other requests). */
+static int wait_preq(pscom_request_t *preq)
+{
+    while (!pscom_req_is_done(preq)) {
+        int mpi_errno = MPID_Progress_test(NULL);
+        if (mpi_errno)
+            return mpi_errno;
+    }
+    return MPI_SUCCESS;
+}
+
+/* A send that has left buf once this returns, without a copy: where no rank waits for the
+   sender (the root of a Bcast), copies would pile up as fast as it can loop. */
+static int send_to_wait(exchange_t *x, int rank, const void *buf)
+{
+    pscom_connection_t *con = MPIDI_PSCOM_comm_con(x->comm, rank);
+    if (!con)
+        return send_to(x, rank, buf); /* its error */
+    MPIDI_PSCOM_tagged_xhdr_t xh =
+        MPIDI_PSCOM_tagged_xhdr(x->comm, MPIR_CONTEXT_INTRA_COLL, coll_tag(x->tag, *x->errflag));
+    if (pscom_send_now(con, &xh, sizeof(xh), buf, x->len))
+        return MPI_SUCCESS;
+    if (!x->sreq && !(x->sreq = preq_get(&spare_send)))
+        return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                    MPI_ERR_OTHER, "**pscom_nomem", NULL);
+    pscom_request_t *sreq = x->sreq;
+    memcpy(sreq->xheader, &xh, sizeof(xh));
+    sreq->xheader_len = sizeof(xh);
+    sreq->data = (void *)buf;
+    sreq->data_len = x->len;
+    sreq->connection = con;
+    pscom_post_send(sreq);
+    int mpi_errno = wait_preq(sreq);
+    if (!mpi_errno && !pscom_req_successful(sreq)) {
+        *x->errflag = MPIR_ERR_OTHER;
+        mpi_errno = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                         MPI_ERR_OTHER, "**pscom_con", "**pscom_con %s %s",
+                                         pscom_con_str(con), pscom_req_state_str(sreq->state));
+    }
+    return mpi_errno;
 }
 
 static void post_recv_from(exchange_t *x, int rank)
@@ -49,7 +134,7 @@ static void post_recv_from(exchange_t *x, int rank)
     MPIDI_PSCOM_preq_t *want = MPIDI_PSCOM_PREQ(preq);
     want->context_id = x->comm->recvcontext_id + MPIR_CONTEXT_INTRA_COLL;
     want->src_rank = rank;
-    want->tag = MPIR_ALLREDUCE_TAG;
+    want->tag = x->tag;
     preq->data = x->tmp;
     preq->data_len = x->len;
     preq->xheader_len = sizeof(MPIDI_PSCOM_tagged_xhdr_t);
@@ -60,14 +145,20 @@ static void post_recv_from(exchange_t *x, int rank)
 static int wait_recv(exchange_t *x)
 {
     pscom_request_t *preq = x->preq;
-    int mpi_errno = MPI_SUCCESS;
-    while (!pscom_req_is_done(preq)) {
-        mpi_errno = MPID_Progress_test(NULL);
-        if (mpi_errno)
-            return mpi_errno;
-    }
+    int mpi_errno = wait_preq(preq);
+    if (mpi_errno)
+        return mpi_errno;
     const MPIDI_PSCOM_tagged_xhdr_t *xh = preq->xheader;
-    if (!pscom_req_successful(preq) || preq->data_len != x->len) {
+    if ((preq->state & PSCOM_REQ_STATE_TRUNCATED) ||
+        (pscom_req_successful(preq) && preq->data_len != x->len)) {
+        /* a Bcast whose counts differ between the ranks: an error, but the tree goes on */
+        *x->errflag = MPIR_ERR_OTHER;
+        return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                    MPI_ERR_OTHER, "**collective_size_mismatch",
+                                    "**collective_size_mismatch %d %d", (int)preq->data_len,
+                                    (int)x->len);
+    }
+    if (!pscom_req_successful(preq)) {
         *x->errflag = MPIR_ERR_OTHER;
         return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                     MPI_ERR_OTHER, "**pscom_con", "**pscom_con %s %s",
@@ -79,6 +170,25 @@ static int wait_recv(exchange_t *x)
     else if (MPIR_TAG_CHECK_ERROR_BIT(xh->tag) && !*x->errflag)
         *x->errflag = MPIR_ERR_OTHER;
     return MPI_SUCCESS;
+}
+
+static int exchange_init(exchange_t *x)
+{
+    x->preq = preq_get(&spare_recv);
+    if (!x->preq)
+        return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                    MPI_ERR_OTHER, "**pscom_nomem", NULL);
+    return MPI_SUCCESS;
+}
+
+/* MPICH's convention: a failure seen anywhere in the collective (error bits) fails it here too */
+static int exchange_finish(exchange_t *x, int mpi_errno)
+{
+    preq_put(&spare_recv, x->preq);
+    preq_put(&spare_send, x->sreq);
+    if (!mpi_errno && *x->errflag != MPIR_ERR_NONE)
+        MPIR_ERR_SET(mpi_errno, *x->errflag, "**coll_fail");
+    return mpi_errno;
 }
 
 /* Receive from rank into tmp (posted before our own send, so it never waits unexpected). */
@@ -113,11 +223,10 @@ int MPIDI_PSCOM_allreduce_small(const void *sendbuf, void *recvbuf, MPI_Aint cou
     if (size == 1 || !len)
         return MPI_SUCCESS;
 
-    exchange_t x = {.comm = comm, .tmp = tmp, .len = len, .errflag = errflag};
-    x.preq = MPIDI_PSCOM_preq_create(sizeof(MPIDI_PSCOM_tagged_xhdr_t), NULL);
-    MPIR_ERR_CHKANDJUMP(x.preq == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
-    x.preq->ops.io_done = NULL; /* waited for here, never queued for MPIDI_NM_progress */
-    x.preq->ops.recv_accept = MPIDI_PSCOM_tagged_accept;
+    exchange_t x = {
+        .comm = comm, .tag = MPIR_ALLREDUCE_TAG, .tmp = tmp, .len = len, .errflag = errflag};
+    mpi_errno = exchange_init(&x);
+    MPIR_ERR_CHECK(mpi_errno);
 
     int pof2 = MPL_pof2(size), rem = size - pof2, newrank;
     /* fold: of the first 2*rem ranks, the even ones hand their data to the odd ones */
@@ -153,10 +262,62 @@ int MPIDI_PSCOM_allreduce_small(const void *sendbuf, void *recvbuf, MPI_Aint cou
         if (err && !mpi_errno)
             mpi_errno = err;
     }
-    MPIDI_PSCOM_preq_free(x.preq);
+    mpi_errno = exchange_finish(&x, mpi_errno);
 
 fn_exit:
     return mpi_errno;
 fn_fail:
     goto fn_exit;
+}
+
+/* Dissemination: in round k every rank sends to rank + 2^k and receives from rank - 2^k. */
+int MPIDI_PSCOM_barrier_small(MPIR_Comm *comm, MPIR_Errflag_t *errflag)
+{
+    int size = comm->local_size, rank = comm->rank, mpi_errno = MPI_SUCCESS;
+    if (size == 1)
+        return MPI_SUCCESS;
+    exchange_t x = {.comm = comm, .tag = MPIR_BARRIER_TAG, .errflag = errflag};
+    int err = exchange_init(&x);
+    if (err)
+        return err;
+    for (int mask = 1; mask < size; mask <<= 1) {
+        post_recv_from(&x, (rank - mask + size) % size);
+        err = send_to(&x, (rank + mask) % size, NULL);
+        int rerr = wait_recv(&x);
+        err = err ? err : rerr;
+        if (err && !mpi_errno)
+            mpi_errno = err; /* the others still wait for our messages */
+    }
+    return exchange_finish(&x, mpi_errno);
+}
+
+/* Binomial tree from root (relative ranks): receive from the parent, send to the children,
+   farthest first. The data goes straight into and out of the user's buffer. */
+int MPIDI_PSCOM_bcast_small(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
+                            MPIR_Comm *comm, MPIR_Errflag_t *errflag)
+{
+    int size = comm->local_size, rank = comm->rank, mpi_errno = MPI_SUCCESS;
+    size_t len = (size_t)count * (size_t)MPIR_Datatype_get_basic_size(datatype);
+    if (size == 1 || !len)
+        return MPI_SUCCESS;
+    exchange_t x = {
+        .comm = comm, .tag = MPIR_BCAST_TAG, .tmp = buffer, .len = len, .errflag = errflag};
+    int err = exchange_init(&x);
+    if (err)
+        return err;
+    int rel = (rank - root + size) % size, mask = 1;
+    for (; mask < size; mask <<= 1) {
+        if (rel & mask) {
+            mpi_errno = exchange(&x, (rank - mask + size) % size, NULL, 0, 1);
+            break;
+        }
+    }
+    for (mask >>= 1; mask > 0; mask >>= 1) {
+        if (rel + mask < size) {
+            err = send_to_wait(&x, (rank + mask) % size, buffer);
+            if (err && !mpi_errno)
+                mpi_errno = err;
+        }
+    }
+    return exchange_finish(&x, mpi_errno);
 }

@@ -175,6 +175,7 @@ int MPIDI_PSCOM_mpi_finalize_hook(void)
     pscom_progress(0);
     MPIDI_PSCOM_drain();
     MPIDI_PSCOM_msa_finalize(); /* PSP_DEBUG_STATS: inter-module collective traffic */
+    MPIDI_PSCOM_coll_small_finalize();
 
     /* comm_world is gone already: synchronise through PMI, so nobody closes a connection
      * a peer still sends on, then let pscom flush and close everything */
