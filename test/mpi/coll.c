@@ -454,6 +454,23 @@ static int test_small_sizes(void)
                 ok &= buf[counts[k]] == -2;
             }
         }
+        /* one signature, two layouts: 12 ints, a vector of 2 x 6 of stride 8 on odd ranks */
+        MPI_Datatype vec;
+        MPI_Type_vector(2, 6, 8, MPI_INT, &vec);
+        MPI_Type_commit(&vec);
+        for (int root = 0; root < n; root++) {
+            int v[16], odd = rank & 1;
+            for (int i = 0; i < 16; i++)
+                v[i] = -1;
+            for (int i = 0; i < 12 && rank == root; i++)
+                v[odd ? i + (i / 6) * 2 : i] = val(root, i);
+            MPI_Bcast(v, odd ? 1 : 12, odd ? vec : MPI_INT, root, c);
+            for (int i = 0; i < 16; i++) {
+                int k = odd ? (i % 8 < 6 ? i - (i / 8) * 2 : -1) : (i < 12 ? i : -1);
+                ok &= v[i] == (k < 0 ? -1 : val(root, k));
+            }
+        }
+        MPI_Type_free(&vec);
         if (n > 1) {
             MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
             ok &= bcast_mismatch(c, rank, 1, 10); /* the root sends less */
@@ -754,7 +771,8 @@ int main(int argc, char **argv)
     check(test_allreduce_sizes(), "MPI_Allreduce on every communicator size up to the world's, "
                                   "0 to 2400 B, same bits everywhere");
     check(test_small_sizes(), "MPI_Barrier / MPI_Bcast on every communicator size up to the "
-                              "world's, 0 to 12 KiB from every root; mismatched counts fail");
+                              "world's, 0 to 12 KiB from every root, vector vs. int layouts; "
+                              "mismatched counts fail");
     check(test_reduce_scatter_scan(w), "MPI_Reduce_scatter(_block), MPI_Scan, MPI_Exscan");
     check(test_nonblocking(w), "11 nonblocking collectives in flight at once");
     check(test_nonblocking_v(w), "MPI_Igatherv/Iscatterv/Iallgatherv/Ialltoallv/Ialltoallw/"

@@ -53,19 +53,22 @@ int MPIDI_PSCOM_allreduce_small(const void *sendbuf, void *recvbuf, MPI_Aint cou
                                 MPI_Datatype datatype, MPI_Op op, MPIR_Comm *comm,
                                 MPIR_Errflag_t *errflag);
 
-/* Builtin type and operation (so: contiguous, commutative), host memory, an intracommunicator,
-   no algorithm chosen by the user, MSA hooks off, one thread in MPI (the wait does not yield). */
+/* Builtin type and operation (so: contiguous, commutative; every rank passes the same count and
+   type to a reduction), an intracommunicator, no algorithm chosen by the user, MSA hooks off,
+   one thread in MPI (the wait does not yield). Only what is the same on every rank: device
+   memory, which may be on some ranks only, is staged inside. */
 MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_allreduce_small_ok(const void *sendbuf, void *recvbuf,
                                                             MPI_Aint count, MPI_Datatype datatype,
                                                             MPI_Op op, MPIR_Comm *comm)
 {
+    (void)sendbuf;
+    (void)recvbuf;
     return HANDLE_IS_BUILTIN(datatype) && HANDLE_IS_BUILTIN(op) && count >= 0 &&
            MPIR_Datatype_get_basic_size(datatype) > 0 &&
            count <= MPIDI_PSCOM_ALLREDUCE_SMALL_MAX / MPIR_Datatype_get_basic_size(datatype) &&
            comm->comm_kind == MPIR_COMM_KIND__INTRACOMM && !MPIR_IS_THREADED &&
            MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM == MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM_auto &&
-           !MPIDI_PSCOM_msa.coll_hooks && !MPIR_GPU_query_pointer_is_dev(recvbuf) &&
-           (sendbuf == MPI_IN_PLACE || !MPIR_GPU_query_pointer_is_dev(sendbuf));
+           !MPIDI_PSCOM_msa.coll_hooks;
 }
 
 void MPIDI_PSCOM_coll_small_finalize(void); /* frees the requests it keeps */
@@ -106,12 +109,14 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_bcast_small_ok(void *buffer, MPI_Aint c
                                                         MPI_Datatype datatype, int root,
                                                         MPIR_Comm *comm)
 {
+    (void)buffer;
     (void)root;
-    return HANDLE_IS_BUILTIN(datatype) && count >= 0 &&
-           MPIR_Datatype_get_basic_size(datatype) > 0 &&
-           count <= MPIDI_PSCOM_BCAST_SMALL_MAX / MPIR_Datatype_get_basic_size(datatype) &&
+    /* the size only: datatypes may differ between ranks as long as their signatures match */
+    MPI_Aint type_size;
+    MPIR_Datatype_get_size_macro(datatype, type_size);
+    return count >= 0 && (type_size == 0 || count <= MPIDI_PSCOM_BCAST_SMALL_MAX / type_size) &&
            MPIR_CVAR_BCAST_INTRA_ALGORITHM == MPIR_CVAR_BCAST_INTRA_ALGORITHM_auto &&
-           MPIDI_PSCOM_flat_coll_ok(comm) && !MPIR_GPU_query_pointer_is_dev(buffer);
+           MPIDI_PSCOM_flat_coll_ok(comm);
 }
 
 #define MPIDI_NM_BCAST_SHORTCUT MPIDI_PSCOM_bcast_small_ok

@@ -215,13 +215,26 @@ int MPIDI_PSCOM_allreduce_small(const void *sendbuf, void *recvbuf, MPI_Aint cou
     MPIR_Datatype_get_size_macro(datatype, type_size);
     size_t len = (size_t)count * (size_t)type_size;
     _Alignas(16) unsigned char tmp[MPIDI_PSCOM_ALLREDUCE_SMALL_MAX];
+    _Alignas(16) unsigned char host[MPIDI_PSCOM_ALLREDUCE_SMALL_MAX];
     int mpi_errno = MPI_SUCCESS, err;
-
-    if (sendbuf != MPI_IN_PLACE && len)
-        memcpy(recvbuf, sendbuf, len);
     int size = comm->local_size, rank = comm->rank;
-    if (size == 1 || !len)
+    if (!len)
         return MPI_SUCCESS;
+
+    /* device memory on this rank (not necessarily on the others): reduce in a host copy */
+    void *const user_recvbuf = recvbuf;
+    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    int staged = MPIR_GPU_query_pointer_is_dev(recvbuf) ||
+                 (in != recvbuf && MPIR_GPU_query_pointer_is_dev(in));
+    if (staged) {
+        mpi_errno = MPIR_Localcopy(in, count, datatype, host, count, datatype);
+        MPIR_ERR_CHECK(mpi_errno);
+        recvbuf = host;
+    } else if (in != recvbuf) {
+        memcpy(recvbuf, in, len);
+    }
+    if (size == 1)
+        goto fn_copy_back;
 
     exchange_t x = {
         .comm = comm, .tag = MPIR_ALLREDUCE_TAG, .tmp = tmp, .len = len, .errflag = errflag};
@@ -264,6 +277,9 @@ int MPIDI_PSCOM_allreduce_small(const void *sendbuf, void *recvbuf, MPI_Aint cou
     }
     mpi_errno = exchange_finish(&x, mpi_errno);
 
+fn_copy_back:
+    if (staged && !mpi_errno)
+        mpi_errno = MPIR_Localcopy(host, count, datatype, user_recvbuf, count, datatype);
 fn_exit:
     return mpi_errno;
 fn_fail:
@@ -292,17 +308,34 @@ int MPIDI_PSCOM_barrier_small(MPIR_Comm *comm, MPIR_Errflag_t *errflag)
 }
 
 /* Binomial tree from root (relative ranks): receive from the parent, send to the children,
-   farthest first. The data goes straight into and out of the user's buffer. */
+   farthest first. Contiguous host data goes straight into and out of the user's buffer; a
+   derived layout or device memory through a packed copy on the stack. That is decided here,
+   not in the shortcut's condition: ranks may pass different datatypes of the same signature,
+   and all of them must take the same algorithm. */
 int MPIDI_PSCOM_bcast_small(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
                             MPIR_Comm *comm, MPIR_Errflag_t *errflag)
 {
-    int size = comm->local_size, rank = comm->rank, mpi_errno = MPI_SUCCESS;
-    size_t len = (size_t)count * (size_t)MPIR_Datatype_get_basic_size(datatype);
+    int size = comm->local_size, rank = comm->rank, mpi_errno = MPI_SUCCESS, dt_contig, err;
+    MPI_Aint len, true_lb, n;
+    MPIR_Datatype *dt_ptr;
+    MPIDI_Datatype_get_info(count, datatype, dt_contig, len, dt_ptr, true_lb);
+    (void)dt_ptr;
     if (size == 1 || !len)
         return MPI_SUCCESS;
+    _Alignas(16) unsigned char packed[MPIDI_PSCOM_BCAST_SMALL_MAX];
+    int staged = !dt_contig || MPIR_GPU_query_pointer_is_dev(buffer);
+    void *data = staged ? (void *)packed : MPIR_get_contig_ptr(buffer, true_lb);
+    if (staged && rank == root) {
+        err = MPIR_Typerep_pack(buffer, count, datatype, 0, packed, len, &n);
+        if (err) {
+            mpi_errno = err; /* the tree still runs: nobody may wait for us forever */
+            *errflag = MPIR_ERR_OTHER;
+        }
+    }
+
     exchange_t x = {
-        .comm = comm, .tag = MPIR_BCAST_TAG, .tmp = buffer, .len = len, .errflag = errflag};
-    int err = exchange_init(&x);
+        .comm = comm, .tag = MPIR_BCAST_TAG, .tmp = data, .len = (size_t)len, .errflag = errflag};
+    err = exchange_init(&x);
     if (err)
         return err;
     int rel = (rank - root + size) % size, mask = 1;
@@ -314,10 +347,12 @@ int MPIDI_PSCOM_bcast_small(void *buffer, MPI_Aint count, MPI_Datatype datatype,
     }
     for (mask >>= 1; mask > 0; mask >>= 1) {
         if (rel + mask < size) {
-            err = send_to_wait(&x, (rank + mask) % size, buffer);
+            err = send_to_wait(&x, (rank + mask) % size, data);
             if (err && !mpi_errno)
                 mpi_errno = err;
         }
     }
+    if (staged && rank != root && !mpi_errno && *errflag == MPIR_ERR_NONE)
+        mpi_errno = MPIR_Typerep_unpack(packed, len, buffer, count, datatype, 0, &n);
     return exchange_finish(&x, mpi_errno);
 }
