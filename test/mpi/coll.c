@@ -362,6 +362,16 @@ static int test_allreduce(MPI_Comm comm)
     return ok;
 }
 
+/* The communicator of world ranks 0..n-1 (MPI_COMM_NULL on the others) and our rank in it. */
+static MPI_Comm first_ranks(int n, int *rank)
+{
+    MPI_Comm c;
+    MPI_Comm_split(MPI_COMM_WORLD, wrank < n ? 0 : MPI_UNDEFINED, wrank, &c);
+    if (c != MPI_COMM_NULL)
+        MPI_Comm_rank(c, rank);
+    return c;
+}
+
 /* Allreduce of few bytes on every communicator size 1..world (the ranks above the largest
    power of two take the fold), around the netmod's small-message limit (1 KiB), every rank
    getting the same bits of a floating point sum. */
@@ -370,12 +380,10 @@ static int test_allreduce_sizes(void)
     int wsize, ok = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
     for (int n = 1; n <= wsize; n++) {
-        MPI_Comm c;
-        MPI_Comm_split(MPI_COMM_WORLD, wrank < n ? 0 : MPI_UNDEFINED, wrank, &c);
+        int rank;
+        MPI_Comm c = first_ranks(n, &rank);
         if (c == MPI_COMM_NULL)
             continue;
-        int rank;
-        MPI_Comm_rank(c, &rank);
         static const int counts[] = {0, 1, 3, 127, 128, 129, 300};
         for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
             int cnt = counts[k];
@@ -424,12 +432,10 @@ static int test_small_sizes(void)
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
     int *buf = malloc(3100 * sizeof(int));
     for (int n = 1; n <= wsize; n++) {
-        MPI_Comm c;
-        MPI_Comm_split(MPI_COMM_WORLD, wrank < n ? 0 : MPI_UNDEFINED, wrank, &c);
+        int rank;
+        MPI_Comm c = first_ranks(n, &rank);
         if (c == MPI_COMM_NULL)
             continue;
-        int rank;
-        MPI_Comm_rank(c, &rank);
         /* the last rank enters 5 ms late; nobody may leave before */
         double entered = 0;
         MPI_Barrier(c);
