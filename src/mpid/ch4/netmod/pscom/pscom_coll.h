@@ -54,9 +54,9 @@ int MPIDI_PSCOM_allreduce_small(const void *sendbuf, void *recvbuf, MPI_Aint cou
                                 MPIR_Errflag_t *errflag);
 
 /* Builtin type and operation (so: contiguous, commutative; every rank passes the same count and
-   type to a reduction), an intracommunicator, no algorithm chosen by the user, MSA hooks off,
-   one thread in MPI (the wait does not yield). Only what is the same on every rank: device
-   memory, which may be on some ranks only, is staged inside. */
+   type to a reduction), an intracommunicator, no algorithm chosen by the user, MSA hooks off.
+   Only what is the same on every rank: device memory and the thread level, which may differ
+   between ranks, are dealt with inside (staging; the wait lets the global lock go). */
 MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_allreduce_small_ok(const void *sendbuf, void *recvbuf,
                                                             MPI_Aint count, MPI_Datatype datatype,
                                                             MPI_Op op, MPIR_Comm *comm)
@@ -66,7 +66,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_allreduce_small_ok(const void *sendbuf,
     return HANDLE_IS_BUILTIN(datatype) && HANDLE_IS_BUILTIN(op) && count >= 0 &&
            MPIR_Datatype_get_basic_size(datatype) > 0 &&
            count <= MPIDI_PSCOM_ALLREDUCE_SMALL_MAX / MPIR_Datatype_get_basic_size(datatype) &&
-           comm->comm_kind == MPIR_COMM_KIND__INTRACOMM && !MPIR_IS_THREADED &&
+           comm->comm_kind == MPIR_COMM_KIND__INTRACOMM &&
            MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM == MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM_auto &&
            !MPIDI_PSCOM_msa.coll_hooks;
 }
@@ -82,8 +82,7 @@ void MPIDI_PSCOM_coll_small_finalize(void); /* frees the requests it keeps */
 #define MPIDI_PSCOM_FLAT_COLL_MAX_RANKS 8
 MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_flat_coll_ok(MPIR_Comm *comm)
 {
-    return comm->comm_kind == MPIR_COMM_KIND__INTRACOMM && !MPIR_IS_THREADED &&
-           !MPIDI_PSCOM_msa.coll_hooks &&
+    return comm->comm_kind == MPIR_COMM_KIND__INTRACOMM && !MPIDI_PSCOM_msa.coll_hooks &&
            (comm->local_size <= MPIDI_PSCOM_FLAT_COLL_MAX_RANKS ||
             comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__NODE ||
             (comm->node_comm && comm->node_comm->local_size == comm->local_size));

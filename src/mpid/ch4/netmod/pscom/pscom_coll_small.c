@@ -46,8 +46,9 @@ static int send_to(exchange_t *x, int rank, const void *buf)
 }
 
 /* One receive and one send request kept from call to call: making and freeing them cost more
-   than an 8-byte Bcast on a receiving rank (pscom's request init, malloc and free). One thread
-   in MPI (the shortcuts' condition), so no lock; a nested use simply makes its own. */
+   than an 8-byte Bcast on a receiving rank (pscom's request init, malloc and free). Taken and
+   returned under MPICH's global lock; a collective of another thread that runs while ours
+   waits (the lock is let go there) finds none and makes its own. */
 static pscom_request_t *spare_recv, *spare_send;
 
 static pscom_request_t *preq_get(pscom_request_t **spare)
@@ -85,13 +86,17 @@ void MPIDI_PSCOM_coll_small_finalize(void)
     spare_recv = spare_send = NULL;
 }
 
-/* Wait for a pscom request with full MPI progress (RMA targets, other requests). */
+/* Wait for a pscom request with full MPI progress (RMA targets, other requests). Under
+   MPI_THREAD_MULTIPLE the global lock is let go between polls, as ch4's own wait does: another
+   thread of this process may hold what our peer waits for before it can answer. */
 static int wait_preq(pscom_request_t *preq)
 {
     while (!pscom_req_is_done(preq)) {
         int mpi_errno = MPID_Progress_test(NULL);
         if (mpi_errno)
             return mpi_errno;
+        if (!pscom_req_is_done(preq))
+            MPIDI_PROGRESS_YIELD();
     }
     return MPI_SUCCESS;
 }
