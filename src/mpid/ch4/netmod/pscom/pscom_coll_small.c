@@ -31,20 +31,6 @@ static int coll_tag(int tag, MPIR_Errflag_t errflag)
     return tag;
 }
 
-static int send_to(exchange_t *x, int rank, const void *buf)
-{
-    pscom_connection_t *con = MPIDI_PSCOM_comm_con(x->comm, rank);
-    if (!con)
-        return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                    MPI_ERR_OTHER, "**pscom_con", "**pscom_con %s %s", "?",
-                                    "no connection");
-    MPIDI_PSCOM_tagged_xhdr_t xh =
-        MPIDI_PSCOM_tagged_xhdr(x->comm, MPIR_CONTEXT_INTRA_COLL, coll_tag(x->tag, *x->errflag));
-    if (!pscom_send_now(con, &xh, sizeof(xh), buf, x->len))
-        pscom_send(con, &xh, sizeof(xh), buf, x->len); /* a copy: buf may change at once */
-    return MPI_SUCCESS;
-}
-
 /* One receive and one send request kept from call to call: making and freeing them cost more
    than an 8-byte Bcast on a receiving rank (pscom's request init, malloc and free). Taken and
    returned under MPICH's global lock; a collective of another thread that runs while ours
@@ -101,13 +87,17 @@ static int wait_preq(pscom_request_t *preq)
     return MPI_SUCCESS;
 }
 
-/* A send that has left buf once this returns, without a copy: where no rank waits for the
-   sender (the root of a Bcast), copies would pile up as fast as it can loop. */
-static int send_to_wait(exchange_t *x, int rank, const void *buf)
+/* A send that has been written out when this returns. Never a copy left queued behind us: a
+   rank that leaves the collective and then blocks outside MPI (in MPI_Finalize's PMI barrier,
+   in user code) would never write it, and its peer would wait forever (MPICH's
+   comm/comm_create_group hung so, 7 runs in 25); and a Bcast root's copies would pile up. */
+static int send_to(exchange_t *x, int rank, const void *buf)
 {
     pscom_connection_t *con = MPIDI_PSCOM_comm_con(x->comm, rank);
     if (!con)
-        return send_to(x, rank, buf); /* its error */
+        return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                    MPI_ERR_OTHER, "**pscom_con", "**pscom_con %s %s", "?",
+                                    "no connection");
     MPIDI_PSCOM_tagged_xhdr_t xh =
         MPIDI_PSCOM_tagged_xhdr(x->comm, MPIR_CONTEXT_INTRA_COLL, coll_tag(x->tag, *x->errflag));
     if (pscom_send_now(con, &xh, sizeof(xh), buf, x->len))
@@ -352,7 +342,7 @@ int MPIDI_PSCOM_bcast_small(void *buffer, MPI_Aint count, MPI_Datatype datatype,
     }
     for (mask >>= 1; mask > 0; mask >>= 1) {
         if (rel + mask < size) {
-            err = send_to_wait(&x, (rank + mask) % size, data);
+            err = send_to(&x, (rank + mask) % size, data);
             if (err && !mpi_errno)
                 mpi_errno = err;
         }
