@@ -6,9 +6,8 @@
  * receive. The algorithms are MPICH's own (recursive doubling with the ranks above the largest
  * power of two folded in first; dissemination; binomial tree): one reused pscom receive, sends
  * go out at once (pscom_send_now) or through one reused request that is waited for. The
- * messages are ordinary tagged messages on
- * the collective context with MPICH's tags and error bits, so matching, ordering and failure
- * reporting stay those of MPICH.
+ * messages are ordinary tagged messages on the collective context with MPICH's tags and error
+ * bits, so matching, ordering and failure reporting stay those of MPICH.
  */
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
