@@ -26,8 +26,6 @@ static void req_init(pscom_req_t *req, size_t max_xheader_len, size_t user_size)
     req->pub.xheader = pscom_header_xheader(&req->pub.header);
     req->pub.user_size = user_size;
     req->pub.user = user_size ? (char *)req + user_offset(max_xheader_len) : NULL;
-    if (user_size)
-        memset(req->pub.user, 0, user_size);
 }
 
 pscom_req_t *pscom_req_alloc(size_t max_xheader_len, size_t user_size)
@@ -64,7 +62,13 @@ PSCOM_API pscom_request_t *pscom_request_create(size_t max_xheader_len, size_t u
     pscom_lock();
     pscom_req_t *req = pscom_req_alloc(max_xheader_len, user_size);
     pscom_unlock();
-    return req ? &req->pub : NULL;
+    if (!req)
+        return NULL;
+    /* the API promises a zeroed user area; core's own requests (control messages, unexpected
+       data kept inline) fill theirs at once and skip this */
+    if (user_size)
+        memset(req->pub.user, 0, user_size);
+    return &req->pub;
 }
 
 PSCOM_API void pscom_request_free(pscom_request_t *pub)
