@@ -186,15 +186,19 @@ static int exchange_finish(exchange_t *x, int mpi_errno)
     return mpi_errno;
 }
 
-/* Receive from rank into tmp (posted before our own send, so it never waits unexpected). */
-static int exchange(exchange_t *x, int rank, const void *mine, int send, int recv)
+#define NOBODY (-1)
+
+/* Send mine to rank `to` and receive from rank `from` into tmp, either may be NOBODY. The
+   receive is posted before our own send, so it never waits as unexpected; a failed send still
+   waits for the receive (the others go on with the collective). */
+static int exchange(exchange_t *x, int to, const void *mine, int from)
 {
     int mpi_errno = MPI_SUCCESS;
-    if (recv)
-        post_recv_from(x, rank);
-    if (send)
-        mpi_errno = send_to(x, rank, mine);
-    if (recv) {
+    if (from != NOBODY)
+        post_recv_from(x, from);
+    if (to != NOBODY)
+        mpi_errno = send_to(x, to, mine);
+    if (from != NOBODY) {
         int err = wait_recv(x);
         if (err && !mpi_errno)
             mpi_errno = err;
@@ -240,7 +244,8 @@ int MPIDI_PSCOM_allreduce_small(const void *sendbuf, void *recvbuf, MPI_Aint cou
     /* fold: of the first 2*rem ranks, the even ones hand their data to the odd ones */
     if (rank < 2 * rem) {
         int even = !(rank & 1);
-        err = exchange(&x, even ? rank + 1 : rank - 1, recvbuf, even, !even);
+        int partner = even ? rank + 1 : rank - 1;
+        err = exchange(&x, even ? partner : NOBODY, recvbuf, even ? NOBODY : partner);
         if (err)
             mpi_errno = err;
         else if (!even)
@@ -253,7 +258,7 @@ int MPIDI_PSCOM_allreduce_small(const void *sendbuf, void *recvbuf, MPI_Aint cou
         for (int mask = 1; mask < pof2; mask <<= 1) {
             int newdst = newrank ^ mask;
             int dst = newdst < rem ? newdst * 2 + 1 : newdst + rem;
-            err = exchange(&x, dst, recvbuf, 1, 1);
+            err = exchange(&x, dst, recvbuf, dst);
             if (err) {
                 mpi_errno = mpi_errno ? mpi_errno : err;
                 continue; /* the others still wait for our part */
@@ -266,7 +271,8 @@ int MPIDI_PSCOM_allreduce_small(const void *sendbuf, void *recvbuf, MPI_Aint cou
     if (rank < 2 * rem) {
         int even = !(rank & 1);
         x.tmp = recvbuf;
-        err = exchange(&x, even ? rank + 1 : rank - 1, recvbuf, !even, even);
+        int partner = even ? rank + 1 : rank - 1;
+        err = exchange(&x, even ? NOBODY : partner, recvbuf, even ? partner : NOBODY);
         if (err && !mpi_errno)
             mpi_errno = err;
     }
@@ -292,10 +298,7 @@ int MPIDI_PSCOM_barrier_small(MPIR_Comm *comm, MPIR_Errflag_t *errflag)
     if (err)
         return err;
     for (int mask = 1; mask < size; mask <<= 1) {
-        post_recv_from(&x, (rank - mask + size) % size);
-        err = send_to(&x, (rank + mask) % size, NULL);
-        int rerr = wait_recv(&x);
-        err = err ? err : rerr;
+        err = exchange(&x, (rank + mask) % size, NULL, (rank - mask + size) % size);
         if (err && !mpi_errno)
             mpi_errno = err; /* the others still wait for our messages */
     }
@@ -336,7 +339,7 @@ int MPIDI_PSCOM_bcast_small(void *buffer, MPI_Aint count, MPI_Datatype datatype,
     int rel = (rank - root + size) % size, mask = 1;
     for (; mask < size; mask <<= 1) {
         if (rel & mask) {
-            mpi_errno = exchange(&x, (rank - mask + size) % size, NULL, 0, 1);
+            mpi_errno = exchange(&x, NOBODY, NULL, (rank - mask + size) % size);
             break;
         }
     }
