@@ -181,8 +181,10 @@ static int exchange_finish(exchange_t *x, int mpi_errno)
 {
     preq_put(&spare_recv, x->preq);
     preq_put(&spare_send, x->sreq);
-    if (!mpi_errno && *x->errflag != MPIR_ERR_NONE)
-        MPIR_ERR_SET(mpi_errno, *x->errflag, "**coll_fail");
+    /* a plain name: MPICH's extracterrmsgs (autogen) accepts only errflag/errclass here */
+    int errflag = *x->errflag;
+    if (!mpi_errno && errflag != MPIR_ERR_NONE)
+        MPIR_ERR_SET(mpi_errno, errflag, "**coll_fail");
     return mpi_errno;
 }
 
