@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's whole test suite (README "command 2", and what CI runs).
 #  - builds libpscom and its tests, normally and with AddressSanitizer + UBSan;
-#  - runs the TAP tests of test/pscom with prove against both builds.
+#  - runs the TAP tests of test/pscom with prove against both builds;
+#  - with an installed MPI: the MPI tests of test/mpi under several transport choices, and a
+#    fast subset of MPICH's own test suite (default and tcp only).
 # Every test job runs under a timeout; nothing here needs root or the network.
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -52,6 +54,16 @@ if [ -x "$top/install/bin/mpiexec" ]; then
         done
     else
         echo "== MPI tests over ucp skipped: pscom_info lists no usable ucp plugin"
+    fi
+    # MPICH's own test suite, its fast representative subset (maint/mpich-tests.quick; the whole
+    # suite, about an hour per variant here, is `maint/mpich-tests.sh`, README)
+    if [ -x "${MPICH_SRC:-$top/_build/mpich-4.0.2}/test/mpi/configure" ]; then
+        for variant in default tcp; do
+            echo "== MPICH test suite, quick subset, variant $variant"
+            maint/mpich-tests.sh --quick --variant=$variant || status=1
+        done
+    else
+        echo "== MPICH test suite skipped: no MPICH source tree in _build (maint/get-mpich.sh)"
     fi
 else
     echo "== MPI tests skipped: no install/bin/mpiexec (maint/build.sh builds and installs it)"

@@ -13,6 +13,9 @@
 #     --lists=L         testlists (default testlist,testlist.dtp,testlist.cvar; testlist = quick)
 #     --xfail=FILE|none expected failures (default maint/mpich-tests.xfail for --mpi=ours, else none)
 #     --reconfigure     configure the test suite again
+#     --quick[=FILE]    only the tests in FILE (default maint/mpich-tests.quick: the fast,
+#                       representative subset that maint/check.sh runs); builds only their
+#                       programs; results in results/<mpi>-<variant>-quick/
 #
 # The environment passes through (PSP_SHM=0 maint/mpich-tests.sh pt2pt runs over tcp).
 # Test build tree: _build/mpich-tests/<mpi>/; results: _build/mpich-tests/results/<mpi>-<variant>/
@@ -25,7 +28,7 @@ src=${MPICH_SRC:-$top/_build/mpich-4.0.2}/test/mpi
 jobs=$(nproc 2>/dev/null || echo 2)
 
 mpi=ours variant=default maxnp=8 timeout=${MPITEST_TIMEOUT:-180}
-lists=testlist,testlist.dtp,testlist.cvar xfail='' reconfigure=0
+lists=testlist,testlist.dtp,testlist.cvar xfail='' reconfigure=0 quick=
 dirs=()
 for arg; do
     case $arg in
@@ -36,6 +39,8 @@ for arg; do
         --lists=*) lists=${arg#*=} ;;
         --xfail=*) xfail=${arg#*=} ;;
         --reconfigure) reconfigure=1 ;;
+        --quick) quick=$top/maint/mpich-tests.quick ;;
+        --quick=*) quick=${arg#*=} ;;
         -h|--help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         -*) echo "mpich-tests: unknown option $arg (--help)" >&2; exit 2 ;;
         *) dirs+=("${arg%/}") ;;
@@ -78,7 +83,11 @@ command -v perl >/dev/null || { echo "mpich-tests: runtests needs perl" >&2; exi
 if [ -n "$xfail" ] && [ ! -r "$xfail" ]; then echo "mpich-tests: cannot read $xfail" >&2; exit 1; fi
 
 bdir=$top/_build/mpich-tests/$name
-res=$top/_build/mpich-tests/results/$name-$variant
+res=$top/_build/mpich-tests/results/$name-$variant${quick:+-quick}
+if [ -n "$quick" ]; then
+    [ -r "$quick" ] || { echo "mpich-tests: cannot read $quick" >&2; exit 2; }
+    lists=testlist.quick
+fi
 
 # --- configure (once per MPI) -------------------------------------------------------------
 # Languages and ROMIO are switched on only where this MPI has them, and recorded in
@@ -151,6 +160,19 @@ if [ $reconfigure = 1 ] || [ ! -f "$bdir/features" ] || ! grep -qx "mpicc=$mpicc
 fi
 feature() { sed -n "s/^$1=//p" "$bdir/features"; }
 
+# quick: "<dir> <testlist line>" lines; the directories in the file's order (or those named,
+# if they are in it), each with its lines as testlist.quick
+quick_lines() { sed 's/#.*//; /^[[:space:]]*$/d' "$quick" | awk -v d="$1" '$1 == d { $1 = ""; sub(/^ /, ""); print }'; }
+if [ -n "$quick" ]; then
+    mapfile -t qdirs < <(sed 's/#.*//; /^[[:space:]]*$/d' "$quick" | awk '!seen[$1]++ { print $1 }')
+    if [ ${#dirs[@]} = 0 ]; then
+        dirs=("${qdirs[@]}")
+    else
+        for d in "${dirs[@]}"; do
+            printf '%s\n' "${qdirs[@]}" | grep -qxF "$d" || { echo "mpich-tests: $d has no tests in $quick" >&2; exit 2; }
+        done
+    fi
+fi
 if [ ${#dirs[@]} = 0 ]; then
     # every directory the top-level testlist enables (configure comments the others out)
     mapfile -t dirs < <(sed 's/#.*//; s/[[:space:]]//g; /^$/d' "$bdir/testlist")
@@ -248,7 +270,14 @@ for d in "${dirs[@]}"; do
     start=$(date +%s)
     # build the directory's programs in parallel first (runtests would build them one by one);
     # a program that does not build is reported by runtests as a failed test
-    make -k -C "$bdir/$d" -j"$jobs" >"$res/$base.build.log" 2>&1
+    if [ -n "$quick" ]; then
+        quick_lines "$d" >"$bdir/$d/testlist.quick"
+        # shellcheck disable=SC2046 # program names, one word each
+        make -k -C "$bdir/$d" -j"$jobs" $(awk '{ print $1 }' "$bdir/$d/testlist.quick" | sort -u) \
+            >"$res/$base.build.log" 2>&1
+    else
+        make -k -C "$bdir/$d" -j"$jobs" >"$res/$base.build.log" 2>&1
+    fi
     built=$(date +%s)
     # stdin from /dev/null: hydra forwards stdin, and the backstop's timeout runs mpiexec in the
     # background process group (a terminal would stop it)
