@@ -2,8 +2,8 @@
 # The project's whole test suite (README "command 2", and what CI runs).
 #  - builds libpscom and its tests, normally and with AddressSanitizer + UBSan;
 #  - runs the TAP tests of test/pscom with prove against both builds;
-#  - with an installed MPI: the MPI tests of test/mpi under several transport choices, and a
-#    fast subset of MPICH's own test suite (default and tcp only).
+#  - with an installed MPI: the netmod warnings check, the MPI tests of test/mpi under several
+#    transport choices, and a fast subset of MPICH's own test suite (default and tcp only).
 # Every test job runs under a timeout; nothing here needs root or the network.
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -32,6 +32,12 @@ BUILD="$top/build-asan" ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} prove test/
 
 # MPI tests against the installed MPI (maint/build.sh builds it), over shm and tcp-only
 if [ -x "$top/install/bin/mpiexec" ]; then
+    # the netmod: -Wall -Wextra clean, and its error messages parse for MPICH's autogen (which
+    # a fresh build runs; an incremental one does not)
+    if [ -f "$top/_build/mpich-build/Makefile" ]; then
+        echo "== netmod warnings and error messages"
+        maint/check-netmod-warnings.sh || status=1
+    fi
     echo "== MPI tests (install/, test/mpi)"
     PSMPI_PREFIX="$top/install" prove test/mpi/ || status=1
     # the ucp plugin (when built) ranks above tcp: switch it off too to force tcp
