@@ -48,6 +48,9 @@ struct shm_con {
     shm_arena_t *arena; /* holds our pair */
     shm_ring_t *out, *in;
     uint32_t head, tail; /* next slot to write / to read */
+    uint32_t wseq, rseq; /* messages written to out / read from in (their slot numbers) */
+    uint32_t seen;       /* out->consumed as last read: slots up to wseq - nslots + seen free */
+    int reading;         /* nesting of shm_read: only the outermost publishes rseq */
     uint32_t nslots, slot_size, payload;
     pscom_ufd_t ufd; /* doorbell and peer-death detector */
     int busy, dead, active, cma_ok;
@@ -55,7 +58,7 @@ struct shm_con {
 
 /* The connecting side's offer: where its pair lies (same node, so native layout). */
 #define SHM_OFFER_MAGIC   0x4f6d6873u /* "shmO" */
-#define SHM_OFFER_VERSION 2u          /* 1: a segment per connection, no magic */
+#define SHM_OFFER_VERSION 3u /* 1: a segment per connection, no magic; 2: slots freed by length */
 
 typedef struct shm_offer {
     uint32_t magic;
@@ -107,13 +110,45 @@ static void ring_bell(shm_con_t *sc)
 
 /* ---- send ---- */
 
+/* The next slot of out, or NULL while the consumer has not read the message nslots back. */
+static inline shm_slot_t *out_slot(shm_con_t *sc)
+{
+    if (sc->wseq - sc->seen >= sc->nslots) {
+        /* acquire: the consumer's reads of the slot are done before we overwrite it */
+        sc->seen = atomic_load_explicit(&sc->out->consumed, memory_order_acquire);
+        if (sc->wseq - sc->seen >= sc->nslots)
+            return NULL;
+    }
+    return shm_ring_slot(sc->out, sc->slot_size, sc->head);
+}
+
+/* Publish the slot out_slot returned, holding len bytes. */
+static inline void out_publish(shm_con_t *sc, shm_slot_t *slot, uint32_t len)
+{
+    slot->len = len;
+    /* seq_cst: orders the publish before the recv_sleeping check (Dekker with the consumer's
+       prepare_block) */
+    atomic_store(&slot->seq, ++sc->wseq);
+    if (++sc->head == sc->nslots)
+        sc->head = 0;
+    if (atomic_load(&sc->out->recv_sleeping) && atomic_exchange(&sc->out->recv_sleeping, 0))
+        ring_bell(sc);
+}
+
+/* Is the next message of in there? */
+static inline int in_ready(const shm_con_t *sc, memory_order mo)
+{
+    const shm_slot_t *slot = shm_ring_slot(sc->in, sc->slot_size, sc->tail);
+    return atomic_load_explicit(&slot->seq, mo) == sc->rseq + 1;
+}
+
 static void shm_write(shm_con_t *sc)
 {
     struct iovec iov[3];
     int n;
     while ((n = pscom_write_get_iov(sc->con, iov)) > 0) {
-        shm_slot_t *slot = shm_ring_slot(sc->out, sc->slot_size, sc->head);
-        if (atomic_load_explicit(&slot->len, memory_order_acquire)) {
+        shm_slot_t *slot = out_slot(sc);
+        if (!slot) {
             pscom_stats.shm_ring_full++;
             return; /* the poller retries; prepare_block asks for a wakeup */
         }
@@ -123,13 +158,7 @@ static void shm_write(shm_con_t *sc)
             memcpy(slot->data + total, iov[i].iov_base, c);
             total += (uint32_t)c;
         }
-        /* seq_cst: orders the publish before the recv_sleeping check (Dekker with the
-           consumer's prepare_block) */
-        atomic_store(&slot->len, total);
-        if (++sc->head == sc->nslots)
-            sc->head = 0;
-        if (atomic_load(&sc->out->recv_sleeping) && atomic_exchange(&sc->out->recv_sleeping, 0))
-            ring_bell(sc);
+        out_publish(sc, slot, total);
         pscom_write_done(sc->con, total);
         if (sc->dead)
             return;
@@ -141,19 +170,15 @@ static int shm_write_now(pscom_con_t *con, const struct iovec *iov, int n, size_
     shm_con_t *sc = pscom_con_transport_data(con);
     if (!sc || sc->dead || len > sc->payload)
         return 0;
-    shm_slot_t *slot = shm_ring_slot(sc->out, sc->slot_size, sc->head);
-    if (atomic_load_explicit(&slot->len, memory_order_acquire))
+    shm_slot_t *slot = out_slot(sc);
+    if (!slot)
         return 0;
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         memcpy(slot->data + off, iov[i].iov_base, iov[i].iov_len);
         off += iov[i].iov_len;
     }
-    atomic_store(&slot->len, (uint32_t)len); /* seq_cst: as in shm_write */
-    if (++sc->head == sc->nslots)
-        sc->head = 0;
-    if (atomic_load(&sc->out->recv_sleeping) && atomic_exchange(&sc->out->recv_sleeping, 0))
-        ring_bell(sc);
+    out_publish(sc, slot, (uint32_t)len);
     return 1;
 }
 
@@ -172,12 +197,11 @@ static void shm_write_start(pscom_con_t *con)
 static int shm_read(shm_con_t *sc, int max)
 {
     int k = 0;
-    while (k < max && !sc->dead) {
+    sc->reading++;
+    while (k < max && !sc->dead && in_ready(sc, memory_order_acquire)) {
         shm_slot_t *slot = shm_ring_slot(sc->in, sc->slot_size, sc->tail);
-        uint32_t len = atomic_load_explicit(&slot->len, memory_order_acquire);
-        if (!len)
-            break;
-        if (len > sc->payload) {
+        uint32_t len = slot->len;
+        if (len > sc->payload || !len) {
             pscom_con_transport_failed(sc->con, PSCOM_OP_READ, PSCOM_ERR_PROTOCOL,
                                        "corrupt shm ring slot");
             break;
@@ -185,9 +209,13 @@ static int shm_read(shm_con_t *sc, int max)
         /* advance first: callbacks that make progress must not read this slot again */
         if (++sc->tail == sc->nslots)
             sc->tail = 0;
+        sc->rseq++;
         k++;
         pscom_read_feed(sc->con, slot->data, len);
-        atomic_store_explicit(&slot->len, 0, memory_order_release);
+    }
+    /* free what was read, once the outermost read is done with its slot */
+    if (--sc->reading == 0 && k) {
+        atomic_store_explicit(&sc->in->consumed, sc->rseq, memory_order_release);
         if (atomic_load_explicit(&sc->in->send_waiting, memory_order_relaxed) &&
             atomic_exchange(&sc->in->send_waiting, 0))
             ring_bell(sc);
@@ -207,9 +235,8 @@ static int shm_poll(pscom_poller_t *p)
         /* the idle case first: nothing in the ring, nothing to send, no copy to help with.
            A waiting MPI call loops through here, and on average half a loop is added to the
            latency of every message. */
-        if (!atomic_load_explicit(&shm_ring_slot(sc->in, sc->slot_size, sc->tail)->len,
-                                  memory_order_relaxed) &&
-            !pscom_write_pending(sc->con) && !(sc->cma_ok && shm_copy_pending(&sc->out->job)))
+        if (!in_ready(sc, memory_order_relaxed) && !pscom_write_pending(sc->con) &&
+            !(sc->cma_ok && shm_copy_pending(&sc->out->job)))
             continue;
         sc->busy++;
         made |= shm_read(sc, 8);
@@ -231,7 +258,7 @@ static int shm_prepare_block(pscom_poller_t *p)
     int work = 0;
     for (shm_con_t *sc = active.next; sc != &active; sc = sc->next) {
         atomic_store(&sc->in->recv_sleeping, 1);
-        if (atomic_load(&shm_ring_slot(sc->in, sc->slot_size, sc->tail)->len))
+        if (in_ready(sc, memory_order_seq_cst))
             work = 1;
         /* waiting for ring space: keep polling. The consumer's wakeup for it is best effort
            (no fence on its hot path), and a lost one costs far more than the spin. */

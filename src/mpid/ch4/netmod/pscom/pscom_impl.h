@@ -94,6 +94,12 @@ typedef struct MPIDI_PSCOM_preq {
 
 /* ---- global state ---- */
 
+/* pscom polls per MPIDI_NM_progress call of a waiting caller (pscom_progress.h) */
+#define MPIDI_PSCOM_WAIT_POLLS 8
+
+/* One window of MPI_Irecv/MPI_Isend in flight (mpi_pp's is 64) both ways, with room to spare */
+#define MPIDI_PSCOM_PREQ_CACHE_MAX 256
+
 typedef struct {
     pscom_socket_t *socket;
     char ep_str[PSCOM_EP_STR_MAX];
@@ -108,6 +114,9 @@ typedef struct {
     pscom_connection_t **closed;
     int n_closed;
     int max_closed;
+    /* finished requests of the tagged shape, reused by MPIDI_PSCOM_preq_create (pscom_queue.c) */
+    pscom_request_t *preq_cache[MPIDI_PSCOM_PREQ_CACHE_MAX];
+    int n_preq_cache;
 } MPIDI_PSCOM_global_t;
 
 extern MPIDI_PSCOM_global_t MPIDI_PSCOM_global;
@@ -116,6 +125,7 @@ extern MPIDI_PSCOM_global_t MPIDI_PSCOM_global;
 pscom_request_t *MPIDI_PSCOM_preq_create(size_t max_xheader_len,
                                          void (*complete)(pscom_request_t *preq));
 void MPIDI_PSCOM_preq_free(pscom_request_t *preq);
+void MPIDI_PSCOM_preq_cache_drop(void);
 void MPIDI_PSCOM_io_done(pscom_request_t *preq);
 int MPIDI_PSCOM_drain(void);
 

@@ -85,6 +85,7 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
                          MPI_ERR_OTHER, "**pscom_ep", "**pscom_ep %s", ep ? ep : "(none)");
     strcpy(MPIDI_PSCOM_global.ep_str, ep);
     MPIDI_PSCOM_global.socket = socket;
+    MPIDI_PSCOM_global.finalizing = 0; /* a session after an earlier finalize */
 
     /* the whole 31-bit MPI tag travels in the xheader */
     *tag_bits = MPIR_TAG_BITS_DEFAULT;
@@ -181,6 +182,7 @@ int MPIDI_PSCOM_mpi_finalize_hook(void)
      * a peer still sends on, then let pscom flush and close everything */
     mpi_errno = MPIR_pmi_barrier();
     MPIDI_PSCOM_global.finalizing = 1;
+    MPIDI_PSCOM_preq_cache_drop();
     for (int i = 0; i < MPIDIU_get_n_avts(); i++) {
         MPIDI_av_table_t *t = MPIDIU_get_av_table(i);
         if (i == 0 && !MPIDI_PSCOM_global.world_done)

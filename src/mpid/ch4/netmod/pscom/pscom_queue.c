@@ -9,24 +9,63 @@
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
 
+/* Requests of the tagged shape (every MPI send and receive) come from a cache of finished
+ * ones: pscom_request_create clears a whole pscom request (and takes pscom's lock), which
+ * showed as a fifth of a small receive's instructions. A cached request is still a valid
+ * pscom request; pscom's post calls reset their own state, so only our fields need it. */
+static int preq_cacheable(const pscom_request_t *preq)
+{
+    return preq->max_xheader_len == sizeof(MPIDI_PSCOM_tagged_xhdr_t) &&
+           !MPIDI_PSCOM_global.finalizing;
+}
+
 pscom_request_t *MPIDI_PSCOM_preq_create(size_t max_xheader_len,
                                          void (*complete)(pscom_request_t *preq))
 {
-    pscom_request_t *preq = pscom_request_create(max_xheader_len, sizeof(MPIDI_PSCOM_preq_t));
-    if (!preq)
-        return NULL;
+    MPIDI_PSCOM_global_t *g = &MPIDI_PSCOM_global;
+    pscom_request_t *preq;
+
+    if (max_xheader_len == sizeof(MPIDI_PSCOM_tagged_xhdr_t) && g->n_preq_cache) {
+        preq = g->preq_cache[--g->n_preq_cache];
+        preq->state = 0;
+        preq->xheader_len = 0;
+        preq->data_len = 0;
+        preq->data = NULL;
+        preq->connection = NULL;
+        preq->ops.recv_accept = NULL;
+        memset(preq->user, 0, sizeof(MPIDI_PSCOM_preq_t));
+    } else {
+        preq = pscom_request_create(max_xheader_len, sizeof(MPIDI_PSCOM_preq_t));
+        if (!preq)
+            return NULL;
+    }
     preq->ops.io_done = MPIDI_PSCOM_io_done;
-    preq->socket = MPIDI_PSCOM_global.socket;
+    preq->socket = g->socket;
     MPIDI_PSCOM_PREQ(preq)->complete = complete;
     return preq;
 }
 
 void MPIDI_PSCOM_preq_free(pscom_request_t *preq)
 {
+    MPIDI_PSCOM_global_t *g = &MPIDI_PSCOM_global;
     void *buf = MPIDI_PSCOM_PREQ(preq)->buf;
     if (buf)
         MPL_free(buf);
+    /* a pending request goes to pscom_request_free, which reports the misuse */
+    int idle = !(preq->state & PSCOM_REQ_STATE_POSTED) || pscom_req_is_done(preq);
+    if (idle && g->n_preq_cache < MPIDI_PSCOM_PREQ_CACHE_MAX && preq_cacheable(preq)) {
+        g->preq_cache[g->n_preq_cache++] = preq;
+        return;
+    }
     pscom_request_free(preq);
+}
+
+/* Finalize: the cached requests go back to pscom before its socket closes. */
+void MPIDI_PSCOM_preq_cache_drop(void)
+{
+    MPIDI_PSCOM_global_t *g = &MPIDI_PSCOM_global;
+    while (g->n_preq_cache)
+        pscom_request_free(g->preq_cache[--g->n_preq_cache]);
 }
 
 void MPIDI_PSCOM_io_done(pscom_request_t *preq)
