@@ -94,9 +94,6 @@ typedef struct MPIDI_PSCOM_preq {
 
 /* ---- global state ---- */
 
-/* pscom polls per MPIDI_NM_progress call of a waiting caller (pscom_progress.h) */
-#define MPIDI_PSCOM_WAIT_POLLS 8
-
 /* One window of MPI_Irecv/MPI_Isend in flight (mpi_pp's is 64) both ways, with room to spare */
 #define MPIDI_PSCOM_PREQ_CACHE_MAX 256
 
