@@ -26,8 +26,8 @@ pscom_request_t *MPIDI_PSCOM_preq_create(size_t max_xheader_len,
     pscom_request_t *preq;
 
     if (max_xheader_len == sizeof(MPIDI_PSCOM_tagged_xhdr_t) && g->n_preq_cache) {
+        /* only fields pscom.h gives the user; state stays pscom's (post calls set it) */
         preq = g->preq_cache[--g->n_preq_cache];
-        preq->state = 0;
         preq->xheader_len = 0;
         preq->data_len = 0;
         preq->data = NULL;
