@@ -305,6 +305,30 @@ static int count(list_head_t *h)
     return n;
 }
 
+/* The first requests of a connection queue (linked through q): enough to see which message a
+   hung receive waits for and what arrived instead. */
+static void dump_reqs(FILE *out, const char *what, list_head_t *h)
+{
+    list_head_t *p;
+    int n = 0;
+    list_for_each(p, h)
+    {
+        pscom_req_t *req = list_entry(p, pscom_req_t, q);
+        if (n++ == 4) {
+            fprintf(out, "    %s: ... (%d in all)\n", what, count(h));
+            return;
+        }
+        const pscom_request_t *r = &req->pub;
+        const unsigned char *xh = (const unsigned char *)r->xheader;
+        size_t xn = r->xheader_len < 16 ? r->xheader_len : 16;
+        fprintf(out, "    %s: %s, %zu B data, xheader %zu B:", what, pscom_req_state_str(r->state),
+                r->data_len, r->xheader_len);
+        for (size_t i = 0; i < xn; i++)
+            fprintf(out, " %02x", xh[i]);
+        fputc('\n', out);
+    }
+}
+
 PSCOM_API void pscom_dump_info(FILE *out)
 {
     list_head_t *ps, *pc;
@@ -324,6 +348,8 @@ PSCOM_API void pscom_dump_info(FILE *out)
                     con->log_name, con_state_str(con->pub.state), count(&con->sendq),
                     count(&con->recvq), count(&con->genq), count(&con->rndv_sends),
                     count(&con->rndv_recvs));
+            dump_reqs(out, "receive", &con->recvq);
+            dump_reqs(out, "unexpected", &con->genq);
         }
     }
     pscom_stats_t *s = &pscom_stats;

@@ -227,7 +227,7 @@ void pscom_reactor_destroy(void);
 int pscom_progress_poll(void); /* one non-blocking round; nonzero: something happened */
 void pscom_progress_block(int timeout_ms);
 void pscom_wait_until(int (*done)(void *), void *arg);
-extern int pscom_reactor_blocker; /* threaded mode: a thread blocks in epoll */
+extern int pscom_reactor_blocker; /* threaded mode: a thread blocks (1), and was woken (2) */
 void pscom_reactor_wake_blocker(void);
 
 /* pscom_sock.c */

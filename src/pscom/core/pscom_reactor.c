@@ -26,21 +26,19 @@ static unsigned int round_count;
 static struct epoll_event evs[MAX_EVENTS];
 static int ev_next, ev_count;
 
-/* Threaded mode: one thread at a time blocks in epoll; when another thread completes a
-   request meanwhile, it wakes the blocked one through this eventfd. */
-int pscom_reactor_blocker;
-static pscom_ufd_t wake_ufd = {.fd = -1};
-
-static void wake_handler(pscom_ufd_t *ufd, uint32_t revents)
-{
-    eventfd_t v;
-    (void)revents;
-    eventfd_read(ufd->fd, &v);
-}
+/* Threaded mode: one thread at a time blocks (the blocker); the others keep polling. When one
+   of them completes a request meanwhile, it wakes the blocker through this eventfd. It is not
+   in the epoll set: another thread's epoll round would drain it, and a poll() that was woken
+   but then finds nothing readable sleeps on. Only the blocker reads it. */
+int pscom_reactor_blocker; /* 1: a thread blocks; 2: and it has been woken */
+static int wake_fd = -1;
 
 void pscom_reactor_wake_blocker(void)
 {
-    eventfd_write(wake_ufd.fd, 1);
+    if (pscom_reactor_blocker == 1) {
+        pscom_reactor_blocker = 2; /* one write per block is enough */
+        eventfd_write(wake_fd, 1);
+    }
 }
 
 void pscom_reactor_init(void)
@@ -50,19 +48,16 @@ void pscom_reactor_init(void)
     epfd = epoll_create1(EPOLL_CLOEXEC);
     if (epfd < 0)
         pscom_fatal("epoll_create1: %s", strerror(errno));
-    wake_ufd = (pscom_ufd_t){
-        .fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), .events = EPOLLIN, .handler = wake_handler};
-    if (wake_ufd.fd < 0 || pscom_ufd_add(&wake_ufd) < 0)
+    wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd < 0)
         pscom_fatal("eventfd: %s", strerror(errno));
 }
 
 void pscom_reactor_destroy(void)
 {
-    if (wake_ufd.fd >= 0) {
-        pscom_ufd_del(&wake_ufd);
-        close(wake_ufd.fd);
-        wake_ufd.fd = -1;
-    }
+    if (wake_fd >= 0)
+        close(wake_fd);
+    wake_fd = -1;
     if (epfd >= 0)
         close(epfd);
     epfd = -1;
@@ -160,8 +155,37 @@ void pscom_progress_block_hint(int timeout_ms)
         block_hint_ms = timeout_ms;
 }
 
+/* Threaded mode, another thread blocks already: it is woken for completions; this one keeps
+   polling. It leaves the pollers' wakeup arming (shm recv_sleeping) alone: disarming it here
+   would let the blocker sleep through a message. */
+static void yield_to_blocker(void)
+{
+    pscom_unlock();
+    sched_yield();
+    pscom_lock();
+}
+
+/* Threaded mode: wait without the lock for an fd event or a wakeup; fetch the events with it. */
+static void block_unlocked(int timeout_ms)
+{
+    struct pollfd pfd[2] = {{.fd = epfd, .events = POLLIN}, {.fd = wake_fd, .events = POLLIN}};
+    eventfd_t v;
+    pscom_reactor_blocker = 1;
+    pscom_unlock();
+    poll(pfd, 2, timeout_ms);
+    pscom_lock();
+    if (pscom_reactor_blocker == 2)
+        eventfd_read(wake_fd, &v);
+    pscom_reactor_blocker = 0;
+    epoll_round(0);
+}
+
 void pscom_progress_block(int timeout_ms)
 {
+    if (g.threaded && pscom_reactor_blocker) {
+        yield_to_blocker();
+        return;
+    }
     int work = 0;
     block_hint_ms = -1;
     pscom_precon_check_timeouts();
@@ -172,23 +196,10 @@ void pscom_progress_block(int timeout_ms)
         timeout_ms = block_hint_ms;
     if (!work) {
         pscom_stats.progress_blocks++;
-        if (g.threaded && pscom_reactor_blocker) {
-            /* another thread blocks already and gets woken for us */
-            pscom_unlock();
-            sched_yield();
-            pscom_lock();
-        } else if (g.threaded) {
-            /* wait without the lock; fetch the events with it */
-            struct pollfd pfd = {.fd = epfd, .events = POLLIN};
-            pscom_reactor_blocker = 1;
-            pscom_unlock();
-            poll(&pfd, 1, timeout_ms);
-            pscom_lock();
-            pscom_reactor_blocker = 0;
-            epoll_round(0);
-        } else {
+        if (g.threaded)
+            block_unlocked(timeout_ms);
+        else
             epoll_round(timeout_ms);
-        }
     }
     for (pscom_poller_t *p = pollers.next; p != &pollers; p = p->next)
         if (p->end_block)
