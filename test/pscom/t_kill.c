@@ -189,7 +189,11 @@ static void main_rank(pscom_connection_t **cons, char **pids)
     pscom_close_connection(con3);
     for (int i = 0; i < 10; i++)
         pscom_progress(10);
-    is(tu_count_fds(), fds, "no fd leaked for the dead connections");
+    /* fewer is fine: UCX over tcp may still have had a connection of its own in the making
+       when we counted before */
+    int fds_now = tu_count_fds();
+    ok(fds_now <= fds, "no fd leaked for the dead connections (%d open before, %d now)", fds,
+       fds_now);
     is(count_sysv_maps(), maps, "no SysV shm mapping left for the dead connections");
     ok(ping(con2, 0), "the bystander still answers (last ping)");
 }
