@@ -55,6 +55,10 @@ static const pscom_env_row_t core_env[] = {
      "Poll this long without progress before blocking (microseconds); "
      "after the first 20 us each poll yields the CPU to other runnable processes.",
      PSCOM_ENV_UINT, &pscom_config.spin_us, 0, 0},
+    {"PSP_FD_POLL_US", "50",
+     "While busy polling, look at listen, doorbell and handshake sockets at most this often "
+     "(microseconds; each look is a system call). Sockets that carry data are polled always.",
+     PSCOM_ENV_UINT, &pscom_config.fd_poll_us, 0, 1000000},
     {"PSP_CONNECT_TIMEOUT", "30000", "Give up a connection attempt after this many ms.",
      PSCOM_ENV_UINT, &pscom_config.connect_timeout_ms, 0, 0},
     {"PSP_SHUTDOWN_TIMEOUT", "0",

@@ -185,7 +185,7 @@ typedef struct pscom_config {
     int debug, debug_contype, debug_stats, debug_param, sigquit, sched_yield;
     const char *debug_out, *network, *plugindir;
     size_t rendezvous;
-    unsigned spin_us, connect_timeout_ms, shutdown_timeout_ms;
+    unsigned spin_us, fd_poll_us, connect_timeout_ms, shutdown_timeout_ms;
 } pscom_config_t;
 extern pscom_config_t pscom_config;
 

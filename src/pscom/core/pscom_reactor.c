@@ -130,6 +130,27 @@ static int epoll_round(int timeout_ms)
     return 1;
 }
 
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Every 256th round: is it time to look at the idle fds again? An epoll_wait costs more than
+   a whole shm ping-pong; done every 256 rounds it cost a busy rank one per few messages. */
+static int idle_fds_due(void)
+{
+    static uint64_t next_us;
+    if (!pscom_config.fd_poll_us)
+        return 1;
+    uint64_t now = now_us();
+    if (now < next_us)
+        return 0;
+    next_us = now + pscom_config.fd_poll_us;
+    return 1;
+}
+
 int pscom_progress_poll(void)
 {
     int made = 0;
@@ -142,7 +163,7 @@ int pscom_progress_poll(void)
         p = next;
     }
     /* fds that carry data are polled every round; listen and doorbell fds now and then */
-    if (n_busy_fds > 0 || (++round_count & 255) == 0)
+    if (n_busy_fds > 0 || ((++round_count & 255) == 0 && idle_fds_due()))
         made |= epoll_round(0);
     return made;
 }
@@ -204,13 +225,6 @@ void pscom_progress_block(int timeout_ms)
     for (pscom_poller_t *p = pollers.next; p != &pollers; p = p->next)
         if (p->end_block)
             p->end_block(p);
-}
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 void pscom_wait_until(int (*done)(void *), void *arg)
