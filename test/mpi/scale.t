@@ -63,23 +63,7 @@ a2a() {
         set -- "$@" -genv "${kv%%=*}" "${kv#*=}"
     done
     mpitest_job "scale.a2a$np.$label" - "$@" "$MPITEST_TMP/scale" alltoall
-    # Known UCX 1.13 failure (ucp over its shared memory, many ranks): a rank that finalizes
-    # after its peers exited cannot reach them any more (mm_posix cannot open /proc/PID/fd/N),
-    # a wireup message stays queued, and UCX's teardown at exit aborts on it (SIGABRT) after
-    # all the work was done: ucp_worker_destroy asserts "got REP message" (ucp_request.c), or
-    # the endpoint cleanup in the last progress calls reports "pending request
-    # (ucp_wireup_msg_progress) ... should have been flushed" (ucp_ep.c). Counted as a TODO,
-    # not as a pass: any other failure fails.
-    ucx_abort=""
-    if [ "$want" = ucp ] && [ "$job_rc" -ne 0 ] && ! job_timed_out &&
-        grep -Eq "ucp_request.c.*Assertion.*got [A-Z_]+ message|ucp_ep.c.*Bug: pending request.*ucp_wireup_msg_progress.*should have been flushed" "$job.err" "$job.out"; then
-        ucx_abort=$job_rc
-        job_rc=0
-    fi
     mpitest_merge "np=$np" "scale alltoall [$label]"
-    if [ -n "$ucx_abort" ]; then
-        tap "not ok" "np=$np: [$label] a rank aborted at exit (status $ucx_abort): UCX's teardown aborts on a wireup message queued for a peer that had exited # TODO UCX 1.13 shared memory teardown"
-    fi
     # "<PSP:r0000003> CONNECT r0000003 to r0000007 (...) via shm": one per side
     # shellcheck disable=SC2046 # two numbers
     set -- $(awk -v want="$want" '

@@ -215,6 +215,11 @@ pscom_connection_t *pscom_con_pub(pscom_con_t *con)
     return &con->pub;
 }
 
+int pscom_con_closing(pscom_con_t *con)
+{
+    return con->user_closed;
+}
+
 static void close_transport(pscom_con_t *con)
 {
     if (con->ops && !con->closed) {

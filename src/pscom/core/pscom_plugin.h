@@ -19,8 +19,9 @@
 #include <sys/uio.h>
 #include "pscom.h"
 
-#define PSCOM_PLUGIN_API_VERSION 0x0102 /* 0x0102: write_now; 0x0101: held sends, cma */
-#define PSCOM_HS_BLOB_MAX        512    /* largest handshake blob of one plugin */
+#define PSCOM_PLUGIN_API_VERSION                                                                   \
+    0x0103                    /* 0x0103: con_closing; 0x0102: write_now; 0x0101: held sends, cma */
+#define PSCOM_HS_BLOB_MAX 512 /* largest handshake blob of one plugin */
 
 typedef struct pscom_con pscom_con_t;
 typedef struct pscom_req pscom_req_t; /* opaque to plugins */
@@ -85,6 +86,9 @@ PSCOM_PLUGIN_API int pscom_con_peer_pid(pscom_con_t *con);
 PSCOM_PLUGIN_API int pscom_con_peer_same_node(pscom_con_t *con);
 PSCOM_PLUGIN_API const char *pscom_con_name(pscom_con_t *con); /* for log lines */
 PSCOM_PLUGIN_API pscom_connection_t *pscom_con_pub(pscom_con_t *con);
+/* 1 once the user closes the connection: what is queued now are its last messages (core's EOF
+   among them), and the peer may be closing or gone when they arrive. */
+PSCOM_PLUGIN_API int pscom_con_closing(pscom_con_t *con);
 
 /* Receive side: feed bytes that arrived, in order. Core parses, matches and copies. */
 PSCOM_PLUGIN_API void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len);

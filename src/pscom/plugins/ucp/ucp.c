@@ -10,9 +10,10 @@
  * Before blocking, the poller arms the worker; its event fd is in pscom's epoll set.
  *
  * Life: the handshake's TCP socket stays open as peer-death detector (like shm). An orderly
- * close sends BYE (after all data), closes the endpoint with a flush, then the socket. A socket
- * that closes without a BYE within PSP_UCP_HUP_MS, or an endpoint error (UCX's peer failure
- * detection), fails the connection.
+ * close writes a goodbye there (the number of messages sent: ucp_bye_t), closes the endpoint
+ * with a flush, then the socket; the peer ends the connection when it has fed that many. A
+ * socket that closes without a goodbye and all messages before it within PSP_UCP_HUP_MS, or an
+ * endpoint error (UCX's peer failure detection), fails the connection.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -53,8 +54,8 @@ static const pscom_env_row_t ucp_env[] = {
      "handshake socket, and UCX may spread large messages over several devices.",
      PSCOM_ENV_BOOL, &ucp_cfg.peer_failure, 0, 0},
     {"PSP_UCP_HUP_MS", "300",
-     "Milliseconds to wait for a peer's goodbye over UCX after its handshake socket closed "
-     "before the connection counts as lost.",
+     "Milliseconds to wait, after a peer's handshake socket closed, for its goodbye and the "
+     "messages before it, before the connection counts as lost.",
      PSCOM_ENV_UINT, &ucp_cfg.hup_ms, 0, 600000},
     {NULL, NULL, NULL, 0, NULL, 0, 0},
 };
@@ -85,7 +86,7 @@ static int poller_on;
 static uc_t **ids;
 static uint32_t n_ids, id_free, id_gen;
 
-static uint64_t now_ms(void)
+uint64_t ucp_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -184,6 +185,13 @@ static void on_ep_error(void *user, const char *why)
         ucp_work_add(uc);
 }
 
+/* Our goodbye after the last message: the number of messages sent. 0, or -1. */
+static int send_bye(uc_t *uc)
+{
+    ucp_bye_t b = {.magic = BYE_MAGIC, .seq = uc->tx_seq};
+    return send(uc->fd, &b, sizeof(b), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(b) ? 0 : -1;
+}
+
 static void ucp_write_start(pscom_con_t *con)
 {
     uc_t *uc = pscom_con_transport_data(con);
@@ -203,8 +211,18 @@ static int ucp_write_now_op(pscom_con_t *con, const struct iovec *iov, int n, si
 static int do_work(void)
 {
     int made = 0;
-    while (work.wnext != &work) {
-        uc_t *uc = work.wnext;
+    /* this round's connections; those that get work meanwhile wait for the next poll (a send
+       that found no room must not be retried before UCX has progressed) */
+    uc_t round;
+    if (work.wnext == &work)
+        return 0;
+    round.wnext = work.wnext;
+    round.wprev = work.wprev;
+    round.wnext->wprev = &round;
+    round.wprev->wnext = &round;
+    work.wnext = work.wprev = &work;
+    while (round.wnext != &round) {
+        uc_t *uc = round.wnext;
         work_del(uc);
         if (uc->dead)
             continue;
@@ -222,7 +240,7 @@ static int do_work(void)
    (*wait_ms). */
 static int check_hups(int act, int *wait_ms)
 {
-    uint64_t now = now_ms();
+    uint64_t now = ucp_now_ms();
     for (uc_t *uc = active.next; uc != &active; uc = uc->next) {
         if (!uc->hup_at || uc->bye)
             continue;
@@ -287,17 +305,47 @@ static void efd_handler(pscom_ufd_t *ufd, uint32_t revents)
     (void)revents; /* a wakeup: the poller progresses the worker */
 }
 
+/* The peer's goodbye (ucp_bye_t) came in whole: the connection ends once its messages are fed. */
+static void bye_in(uc_t *uc)
+{
+    ucp_bye_t b;
+    memcpy(&b, uc->bye_buf, sizeof(b));
+    if (b.magic != BYE_MAGIC) {
+        uc->ep_err = "malformed goodbye on the handshake socket";
+    } else {
+        uc->bye_in = 1;
+        uc->bye_seq = b.seq;
+    }
+    if (uc->started)
+        ucp_work_add(uc);
+}
+
+/* The handshake socket: the peer's goodbye, then its close (or its death) */
 static void hup_handler(pscom_ufd_t *ufd, uint32_t revents)
 {
     uc_t *uc = ufd->priv;
-    char buf[64];
     (void)revents;
-    ssize_t n = recv(ufd->fd, buf, sizeof(buf), MSG_DONTWAIT);
-    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
-        return; /* the peer never writes here; ignore */
+    for (;;) {
+        unsigned char extra[64];
+        int want_bye = uc->bye_len < sizeof(uc->bye_buf);
+        ssize_t n = want_bye ? recv(ufd->fd, uc->bye_buf + uc->bye_len,
+                                    sizeof(uc->bye_buf) - uc->bye_len, MSG_DONTWAIT)
+                             : recv(ufd->fd, extra, sizeof(extra), MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n <= 0)
+            break;
+        if (!want_bye)
+            continue; /* nothing follows a goodbye; ignore */
+        uc->bye_len += (unsigned)n;
+        if (uc->bye_len == sizeof(uc->bye_buf))
+            bye_in(uc);
+    }
     pscom_ufd_del(&uc->ufd);
     uc->ufd_on = 0;
-    uc->hup_at = now_ms();
+    uc->hup_at = ucp_now_ms();
     if (!uc->hup_at)
         uc->hup_at = 1;
     n_hup++;
@@ -355,7 +403,7 @@ static void reap_closing(void)
     }
 }
 
-/* Take uc out of service: BYE and a flushing close if all is well, else a forced close. */
+/* Take uc out of service: goodbye and a flushing close if all is well, else a forced close. */
 static void uc_shutdown(uc_t *uc)
 {
     uc->dead = 1;
@@ -375,17 +423,17 @@ static void uc_shutdown(uc_t *uc)
         uc->hup_at = 0;
     }
     ucp_drop_all(uc);
-    if (force && uc->fd >= 0) { /* no goodbye to order it after */
+    if (force && uc->fd >= 0) { /* no goodbye: the peer sees the close */
         close(uc->fd);
         uc->fd = -1;
     }
     if (uc->ep) {
-        if (!force && ucp_send_bye(uc) != 0)
+        if (!force && send_bye(uc) != 0)
             force = 1;
         /* UCX refuses to force-close its shared memory endpoints */
         uc->close_req = ux_ep_close(uc->ep, force && !uc->eager);
         uc->ep = NULL;
-        uc->close_at = now_ms();
+        uc->close_at = ucp_now_ms();
         /* What is in flight must let go of user buffers now: a forced close cancels it; else
            it completes when the peer takes it, unless the peer is gone (then it never moves
            again: UCX keeps it until exit) */
@@ -394,7 +442,7 @@ static void uc_shutdown(uc_t *uc)
             PSCOM_LOG(3, "ucp: connection closed inside UCX progress; not waiting");
             wait = 0;
         }
-        while ((uc->ops || uc->close_req) && wait && now_ms() < uc->close_at + 2000) {
+        while ((uc->ops || uc->close_req) && wait && ucp_now_ms() < uc->close_at + 2000) {
             ux_progress();
             if (uc->close_req && ux_close_done(uc->close_req))
                 uc->close_req = NULL;
@@ -599,12 +647,12 @@ static void ucp_destroy(void)
     }
     /* let the endpoint closes (flushes of the last messages) finish, briefly; those to peers
        that are gone may never */
-    uint64_t until = now_ms() + 1000;
+    uint64_t until = ucp_now_ms() + 1000;
     for (;;) {
         int waiting = 0;
         for (uc_t *uc = closing.next; uc != &closing; uc = uc->next)
             waiting |= !uc->gone;
-        if (!waiting || now_ms() >= until)
+        if (!waiting || ucp_now_ms() >= until)
             break;
         ux_progress();
         reap_closing();

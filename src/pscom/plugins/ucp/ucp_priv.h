@@ -22,7 +22,7 @@ extern struct ucp_cfg {
 
 extern size_t ucp_max_header; /* largest active message header UCX takes here */
 
-enum { K_DATA = 1, K_BYE = 2 }; /* ucp_hdr_t.kind */
+enum { K_DATA = 1 }; /* ucp_hdr_t.kind */
 
 /* The active message header; the first hlen bytes of the stream follow it in the header (the
    pscom header and xheader of a large message: the receiver matches before fetching the data) */
@@ -32,6 +32,17 @@ typedef struct ucp_hdr {
     uint16_t kind;
     uint16_t hlen;
 } ucp_hdr_t;
+
+/* The goodbye, on the handshake socket: the number of messages sent over UCX. It does not go
+   over UCX: at close time a peer may no longer drain its receive FIFO (UCX's shared memory
+   FIFO of 64 slots is shared by all its peers), and any UCX 1.13 active message that is not
+   short first asks the peer for its endpoint id; both left messages queued to closing or exited
+   peers, and UCX aborted at exit over them. */
+#define BYE_MAGIC 0x42504355u /* "UCPB" */
+typedef struct ucp_bye {
+    uint32_t magic;
+    uint32_t seq;
+} ucp_bye_t;
 
 enum { RX_NEW, RX_FETCHING, RX_FETCHED, RX_FAILED };
 
@@ -75,6 +86,8 @@ struct uc {
     rx_t *rx_head, *rx_tail;      /* arrived, not fed yet, by seq */
     rx_t *rx_cur;                 /* taken from rx_head: its rendezvous payload is being fetched */
     unsigned ops;                 /* UCX operations in flight that point into this */
+    size_t short_ok;              /* the longest message UCX took by its short protocol */
+    uint64_t full_since;          /* ms: since when short sends find no room; 0: they did not */
     pscom_ufd_t ufd;
     int fd, ufd_on;
     uint64_t hup_at; /* ms: when the handshake socket closed; 0: open */
@@ -85,12 +98,18 @@ struct uc {
     int eager;     /* no UCX rendezvous: shared memory lanes without peer failure detection */
     int gone;      /* closed after the peer went away */
     int cma_ok;    /* core's rendezvous with a process_vm_readv pull (eager endpoints) */
-    int started, busy, dead, bye, on_work, on_list;
+    unsigned char bye_buf[sizeof(ucp_bye_t)]; /* the peer's goodbye, as it arrives */
+    unsigned bye_len;
+    int bye_in; /* the goodbye is in: the connection ends after message bye_seq - 1 */
+    uint32_t bye_seq;
+    int bye; /* ended by the goodbye (not a failure) */
+    int started, busy, dead, on_work, on_list;
 };
 
 #define container_of(p, type, member) ((type *)((char *)(p)-offsetof(type, member)))
 
 /* ucp.c */
+uint64_t ucp_now_ms(void); /* CLOCK_MONOTONIC */
 uc_t *ucp_id_find(uint64_t id);
 void ucp_work_add(uc_t *uc); /* uc has something to do in the next poll */
 /* The connection failed (no-op once it is closed): core closes it. */
@@ -110,8 +129,8 @@ void ucp_write(uc_t *uc);
 int ucp_write_now(uc_t *uc, const struct iovec *iov, int n, size_t len);
 /* Handle completions and feed what arrived in order. Nonzero if anything happened. */
 int ucp_service(uc_t *uc);
-/* The goodbye after the last data. 0, or -1. */
-int ucp_send_bye(uc_t *uc);
+/* Queue uc for service if the peer's goodbye is in and all its messages are fed. */
+void ucp_bye_check(uc_t *uc);
 /* Drop what arrived and was not fed, and completed sends not released (at close). */
 void ucp_drop_all(uc_t *uc);
 
