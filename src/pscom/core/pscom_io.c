@@ -545,10 +545,13 @@ void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
 {
     const char *p = buf;
     recv_state_t *rs = &con->rs;
-    /* the common case first: exactly one whole user message, aligned (a shm ring slot, a UCX
-       short message). Anything else, or anything odd, takes the general parser below. */
-    pscom_header_net_t *h1 = (pscom_header_net_t *)buf;
-    if (likely(!rs->data_left && !rs->hlen && !((uintptr_t)p & 7) && len >= HDR_SIZE)) {
+    _Alignas(16) unsigned char copy[HDR_SIZE + FEED_COPY_XHEADER];
+    /* the common case first: exactly one whole user message (a shm ring slot, a UCX short
+       message), its header read in place or, where the transport hands it over unaligned,
+       from an aligned copy. Anything else, or anything odd, takes the general parser below. */
+    pscom_header_net_t *h1;
+    if (likely(!rs->data_left && !rs->hlen && len >= HDR_SIZE &&
+               (h1 = feed_header(p, len, copy)) != NULL)) {
         if (check_header(con, h1))
             return;
         size_t need = HDR_SIZE + h1->xheader_len;
@@ -576,7 +579,6 @@ void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
         }
         /* fast path: a whole header in the buffer. UCX hands over payloads at any alignment:
            a small header is read from an aligned copy on the stack (no hbuf round trip). */
-        _Alignas(16) unsigned char copy[HDR_SIZE + FEED_COPY_XHEADER];
         pscom_header_net_t *h = rs->hlen == 0 && len >= HDR_SIZE ? feed_header(p, len, copy) : NULL;
         if (h) {
             if (check_header(con, h))

@@ -62,7 +62,7 @@ static const pscom_env_row_t ucp_env[] = {
 
 /* ---- handshake blob ---- */
 
-#define BLOB_MAGIC 0x31504355u /* "UCP1" */
+#define BLOB_MAGIC 0x32504355u /* "UCP2": the message header of ucp_priv.h (12 bytes) */
 
 typedef struct ucp_blob {
     uint32_t magic;
@@ -82,7 +82,10 @@ static pscom_poller_t poller;
 static pscom_ufd_t efd_ufd = {.fd = -1};
 static int poller_on;
 
-/* connection ids: table index in the low half, a generation in the high half */
+/* connection ids: table index in the low ID_BITS, a generation (never 0) above: a message
+   for a closed connection whose slot was reused is dropped, not misdelivered */
+#define ID_BITS 20
+#define ID_MAX  (1u << ID_BITS)
 static uc_t **ids;
 static uint32_t n_ids, id_free, id_gen;
 
@@ -98,6 +101,10 @@ static int id_add(uc_t *uc)
     uint32_t i = id_free;
     while (i < n_ids && ids[i])
         i++;
+    if (i == ID_MAX) {
+        PSCOM_LOG(1, "ucp: more than %u connections in this process", ID_MAX);
+        return -1;
+    }
     if (i == n_ids) {
         uint32_t n = n_ids ? 2 * n_ids : 64;
         uc_t **t = realloc(ids, n * sizeof(*t));
@@ -107,23 +114,23 @@ static int id_add(uc_t *uc)
         ids = t;
         n_ids = n;
     }
-    if (++id_gen == 0)
+    if (++id_gen >= 1u << (32 - ID_BITS))
         id_gen = 1;
     ids[i] = uc;
     id_free = i + 1;
-    uc->id = (uint64_t)id_gen << 32 | i;
+    uc->id = id_gen << ID_BITS | i;
     return 0;
 }
 
-uc_t *ucp_id_find(uint64_t id)
+uc_t *ucp_id_find(uint32_t id)
 {
-    uint32_t i = (uint32_t)id;
+    uint32_t i = id & (ID_MAX - 1);
     return i < n_ids && ids[i] && ids[i]->id == id ? ids[i] : NULL;
 }
 
 static void id_del(uc_t *uc)
 {
-    uint32_t i = (uint32_t)uc->id;
+    uint32_t i = uc->id & (ID_MAX - 1);
     if (i < n_ids && ids[i] == uc) {
         ids[i] = NULL;
         if (i < id_free)
@@ -521,8 +528,8 @@ static int uc_connect(uc_t *uc, pscom_con_t *con, const void *blob, size_t len)
         return -1;
     }
     memcpy(&b, blob, sizeof(b));
-    if (b.magic != BLOB_MAGIC || b.addr_len == 0 || b.addr_len != len - sizeof(b) ||
-        b.check != blob_hash(&b, (const char *)blob + sizeof(b))) {
+    if (b.magic != BLOB_MAGIC || b.addr_len == 0 || b.id > UINT32_MAX ||
+        b.addr_len != len - sizeof(b) || b.check != blob_hash(&b, (const char *)blob + sizeof(b))) {
         PSCOM_LOG(2, "%s: malformed ucp handshake blob (%zu bytes)", pscom_con_name(con), len);
         return -1;
     }
@@ -532,7 +539,7 @@ static int uc_connect(uc_t *uc, pscom_con_t *con, const void *blob, size_t len)
         return -1;
     memcpy(addr, (const char *)blob + sizeof(b), b.addr_len);
     char why[256];
-    uc->peer_id = b.id;
+    uc->peer_id = (uint32_t)b.id;
     int shm;
     uc->ep = ux_ep_create(addr, uc, ucp_cfg.peer_failure, &uc->peer_mode, &shm, why, sizeof(why));
     free(addr);

@@ -25,9 +25,12 @@ extern size_t ucp_max_header; /* largest active message header UCX takes here */
 enum { K_DATA = 1 }; /* ucp_hdr_t.kind */
 
 /* The active message header; the first hlen bytes of the stream follow it in the header (the
-   pscom header and xheader of a large message: the receiver matches before fetching the data) */
+   pscom header and xheader of a large message: the receiver matches before fetching the data).
+   12 bytes: UCX's shared memory puts a short message's payload 4 bytes past an 8-byte
+   boundary (behind its 28-byte FIFO element header and its 8-byte active message header),
+   so that the pscom header behind ours lands aligned and core reads it in place. */
 typedef struct ucp_hdr {
-    uint64_t id; /* the receiver's connection id */
+    uint32_t id; /* the receiver's connection id */
     uint32_t seq;
     uint16_t kind;
     uint16_t hlen;
@@ -80,7 +83,7 @@ struct uc {
     uc_t *wnext, *wprev; /* work list: something to do in the next poll */
     pscom_con_t *con;
     ux_ep_t *ep;
-    uint64_t id, peer_id;
+    uint32_t id, peer_id;
     uint32_t tx_seq, rx_seq;
     tx_t *tx_done, *tx_done_tail; /* large sends UCX completed, to release to core */
     rx_t *rx_head, *rx_tail;      /* arrived, not fed yet, by seq */
@@ -110,7 +113,7 @@ struct uc {
 
 /* ucp.c */
 uint64_t ucp_now_ms(void); /* CLOCK_MONOTONIC */
-uc_t *ucp_id_find(uint64_t id);
+uc_t *ucp_id_find(uint32_t id);
 void ucp_work_add(uc_t *uc); /* uc has something to do in the next poll */
 /* The connection failed (no-op once it is closed): core closes it. */
 void ucp_fail(uc_t *uc, pscom_op_t op, pscom_err_t err, const char *why);
