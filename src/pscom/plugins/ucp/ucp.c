@@ -684,6 +684,7 @@ static void ucp_destroy(void)
     if (abandon)
         PSCOM_LOG(2, "ucp: endpoint closes to exited peers unfinished; UCX left to the exit");
     ux_destroy(abandon); /* cancels what is left; its callbacks run now or never */
+    ucp_bounce_drop();
     while (closing.next != &closing) {
         uc_t *uc = closing.next;
         list_del(uc);

@@ -136,5 +136,7 @@ int ucp_service(uc_t *uc);
 void ucp_bye_check(uc_t *uc);
 /* Drop what arrived and was not fed, and completed sends not released (at close). */
 void ucp_drop_all(uc_t *uc);
+/* Free the cached copy buffers (at plugin destroy, after UCX is gone). */
+void ucp_bounce_drop(void);
 
 #endif
