@@ -236,7 +236,7 @@ static int send_copy(uc_t *uc, const struct iovec *iov, int n, size_t len)
    (the peer's FIFO or the socket is full), not a message too long for UCX's short protocol:
    short_ok is the largest one UCX took on the endpoint, and SHORT_SURE (core's EOF and other
    header-only messages) fits every UCX transport's short protocol (UCX 1.13's shared memory
-   takes 92 bytes, of which our header is 16). Such a message waits for room, up to
+   takes 92 bytes, of which our header is 12). Such a message waits for room, up to
    FULL_WAIT_MS in a row, before it takes the copied way (see ucp_write). */
 #define SHORT_SURE   32
 #define FULL_WAIT_MS 100
