@@ -250,7 +250,8 @@ PSCOM_API int pscom_send_now(pscom_connection_t *connection, const void *xheader
                                {(void *)(uintptr_t)xheader, xheader_len},
                                {(void *)(uintptr_t)data, data_len}};
         size_t len = HDR_SIZE + xheader_len + data_len;
-        if (con->ops->write_now(con, iov, 3, len) == 1) {
+        /* no empty data entry: a 0-byte message (data may be NULL) costs no copy call */
+        if (con->ops->write_now(con, iov, data_len ? 3 : 2, len) == 1) {
             pscom_stats.msgs_sent++;
             pscom_stats.bytes_sent += len;
             sent = 1;
