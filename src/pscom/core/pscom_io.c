@@ -550,7 +550,7 @@ void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
     /* the common case first: exactly one whole user message (a shm ring slot, a UCX short
        message), its header read in place or, where the transport hands it over unaligned,
        from an aligned copy. Anything else, or anything odd, takes the general parser below. */
-    pscom_header_net_t *h1;
+    pscom_header_net_t *h1 = NULL; /* not a whole message: the loop starts with this header */
     if (likely(!rs->data_left && !rs->hlen && len >= HDR_SIZE &&
                (h1 = feed_header(p, len, copy)) != NULL)) {
         if (check_header(con, h1))
@@ -580,7 +580,10 @@ void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
         }
         /* fast path: a whole header in the buffer. UCX hands over payloads at any alignment:
            a small header is read from an aligned copy on the stack (no hbuf round trip). */
-        pscom_header_net_t *h = rs->hlen == 0 && len >= HDR_SIZE ? feed_header(p, len, copy) : NULL;
+        pscom_header_net_t *h = h1;
+        h1 = NULL;
+        if (!h && rs->hlen == 0 && len >= HDR_SIZE)
+            h = feed_header(p, len, copy);
         if (h) {
             if (check_header(con, h))
                 return;

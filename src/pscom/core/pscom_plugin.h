@@ -19,9 +19,9 @@
 #include <sys/uio.h>
 #include "pscom.h"
 
-#define PSCOM_PLUGIN_API_VERSION                                                                   \
-    0x0103                    /* 0x0103: con_closing; 0x0102: write_now; 0x0101: held sends, cma */
-#define PSCOM_HS_BLOB_MAX 512 /* largest handshake blob of one plugin */
+/* 0x0103: con_closing; 0x0102: write_now; 0x0101: held sends, cma */
+#define PSCOM_PLUGIN_API_VERSION 0x0103
+#define PSCOM_HS_BLOB_MAX        512 /* largest handshake blob of one plugin */
 
 typedef struct pscom_con pscom_con_t;
 typedef struct pscom_req pscom_req_t; /* opaque to plugins */

@@ -242,9 +242,9 @@ static int do_work(void)
     return made;
 }
 
-/* Handshake sockets that closed: the peer is gone if its BYE does not come in time. With act,
-   fail those that are due; else only tell whether one is due (1) or how long until the next
-   (*wait_ms). */
+/* Handshake sockets that closed: the peer is gone if its goodbye and the messages before it
+   are not all fed in time. With act, fail those that are due; else only tell whether one is
+   due (1) or how long until the next (*wait_ms). */
 static int check_hups(int act, int *wait_ms)
 {
     uint64_t now = ucp_now_ms();

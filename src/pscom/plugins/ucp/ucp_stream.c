@@ -255,7 +255,8 @@ static int try_send_now(uc_t *uc, const struct iovec *iov, int n, size_t len, co
     int r = ux_send_now(uc->ep, NULL, 0, buf, sizeof(h) + len, why);
     if (r == 0) {
         uc->tx_seq++;
-        uc->full_since = 0;
+        if (uc->full_since)
+            uc->full_since = 0;
         if (len > uc->short_ok)
             uc->short_ok = len;
     }
