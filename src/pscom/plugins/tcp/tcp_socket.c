@@ -1,5 +1,6 @@
 /* Thin wrapper of the OS socket calls the tcp transport uses. */
 #include <errno.h>
+#include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -18,6 +19,11 @@ void tcp_socket_tune(int fd, int nodelay, size_t sndbuf, size_t rcvbuf)
         v = (int)rcvbuf;
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
     }
+}
+
+int tcp_socket_congestion(int fd, const char *name)
+{
+    return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name));
 }
 
 ssize_t tcp_socket_writev(int fd, const struct iovec *iov, int cnt)
