@@ -7,6 +7,7 @@
  * epoll_wait, and its EOF tells us that the peer is gone.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -19,6 +20,7 @@ static struct {
     unsigned nslots, slot_size, per_arena;
     int cma;
     size_t split;
+    unsigned prefetch;
 } cfg;
 
 static const pscom_env_row_t shm_env[] = {
@@ -34,6 +36,13 @@ static const pscom_env_row_t shm_env[] = {
      "Connections whose rings share one SysV segment: a process needs ceil(connections it "
      "opened / this) segments.",
      PSCOM_ENV_UINT, &cfg.per_arena, 1, SHM_ARENA_MAX_PAIRS},
+    {"PSP_SHM_PREFETCH", "4",
+     "While waiting, prefetch the next slot's lines past the first one, as many as the "
+     "connection's last message used, if that was at most this many (0: off). Without it the "
+     "data lines of a 40-400 byte message cross between the cores only after the first line "
+     "(measured: 64-256 B ping-pong 0.32-0.48 -> 0.21-0.31 us; longer messages got slower: "
+     "the receiver took lines away while the sender still wrote them).",
+     PSCOM_ENV_UINT, &cfg.prefetch, 0, 64},
     {"PSP_SHM_CMA", "1", "Single-copy rendezvous with process_vm_readv (0: copy via the ring).",
      PSCOM_ENV_BOOL, &cfg.cma, 0, 0},
     /* 128k (two 64 KiB chunks) measured: 256 KiB bandwidth 13 -> 19 GB/s, latency 20 -> 16 us
@@ -56,13 +65,17 @@ struct shm_con {
     uint32_t seen;       /* out->consumed as last read: slots up to wseq - nslots + seen free */
     int reading;         /* nesting of shm_read: only the outermost publishes rseq */
     uint32_t nslots, slot_size, payload;
-    pscom_ufd_t ufd; /* doorbell and peer-death detector */
+    uint32_t pf_lines; /* lines after the first that the next message likely fills */
+    int peer_waits;    /* we read a message since our last send: the peer may wait for ours */
+    pscom_ufd_t ufd;   /* doorbell and peer-death detector */
     int busy, dead, active, cma_ok;
 };
 
 /* The connecting side's offer: where its pair lies (same node, so native layout). */
+/* offer versions: 1 a segment per connection, no magic; 2 slots freed by length; 3 slots
+   published by seq; 4 slots a line apart (shm_slot_stride) */
 #define SHM_OFFER_MAGIC   0x4f6d6873u /* "shmO" */
-#define SHM_OFFER_VERSION 3u /* 1: a segment per connection, no magic; 2: slots freed by length */
+#define SHM_OFFER_VERSION 4u
 
 typedef struct shm_offer {
     uint32_t magic;
@@ -78,6 +91,10 @@ typedef struct shm_offer {
 } shm_offer_t;
 
 static shm_con_t active = {.next = &active, .prev = &active};
+static int n_active;
+/* Prefetching while idle only with few peers: with many, the lines of all their next slots
+   would crowd the L1 cache out. */
+#define PREFETCH_CONS_MAX 4
 static unsigned list_gen;
 static pscom_poller_t poller;
 static int poller_on;
@@ -146,6 +163,44 @@ static inline int in_ready(const shm_con_t *sc, memory_order mo)
     return atomic_load_explicit(&slot->seq, mo) == sc->rseq + 1;
 }
 
+/* Copy the message into the slot. To a peer that waits for it, the bytes in the slot's first
+   line go last: that line holds seq and len, which the receiver polls. Written in one go at
+   the end, the line crosses to the sender's core once; written first, the polling receiver
+   takes it away and the publish waits for it to come back (a 1 KiB ping-pong took 15 % longer).
+   In a stream, where the receiver reads older slots, the plain order is faster (64 B: 760
+   instead of 640 MB/s). */
+#define SLOT_HEAD (64 - offsetof(shm_slot_t, data))
+static inline void slot_fill(shm_con_t *sc, shm_slot_t *slot, const struct iovec *iov, int n,
+                             size_t len)
+{
+    size_t off = 0;
+    int head_last = sc->peer_waits;
+    sc->peer_waits = 0;
+    if (len <= SLOT_HEAD || !head_last) {
+        for (int i = 0; i < n; i++) {
+            memcpy(slot->data + off, iov[i].iov_base, iov[i].iov_len);
+            off += iov[i].iov_len;
+        }
+        return;
+    }
+    unsigned char head[SLOT_HEAD];
+    for (int i = 0; i < n; i++) {
+        const unsigned char *p = iov[i].iov_base;
+        size_t l = iov[i].iov_len;
+        if (off < SLOT_HEAD) {
+            size_t h = l < SLOT_HEAD - off ? l : SLOT_HEAD - off;
+            memcpy(head + off, p, h);
+            p += h;
+            l -= h;
+            off += h;
+        }
+        if (l)
+            memcpy(slot->data + off, p, l);
+        off += l;
+    }
+    memcpy(slot->data, head, SLOT_HEAD);
+}
+
 static void shm_write(shm_con_t *sc)
 {
     struct iovec iov[3];
@@ -157,11 +212,13 @@ static void shm_write(shm_con_t *sc)
             return; /* the poller retries; prepare_block asks for a wakeup */
         }
         uint32_t total = 0;
-        for (int i = 0; i < n && total < sc->payload; i++) {
-            size_t c = iov[i].iov_len < sc->payload - total ? iov[i].iov_len : sc->payload - total;
-            memcpy(slot->data + total, iov[i].iov_base, c);
-            total += (uint32_t)c;
+        int k = 0;
+        for (; k < n && total < sc->payload; k++) { /* what fits: a large message in pieces */
+            if (iov[k].iov_len > sc->payload - total)
+                iov[k].iov_len = sc->payload - total;
+            total += (uint32_t)iov[k].iov_len;
         }
+        slot_fill(sc, slot, iov, k, total);
         out_publish(sc, slot, total);
         pscom_write_done(sc->con, total);
         if (sc->dead)
@@ -177,11 +234,7 @@ static int shm_write_now(pscom_con_t *con, const struct iovec *iov, int n, size_
     shm_slot_t *slot = out_slot(sc);
     if (!slot)
         return 0;
-    size_t off = 0;
-    for (int i = 0; i < n; i++) {
-        memcpy(slot->data + off, iov[i].iov_base, iov[i].iov_len);
-        off += iov[i].iov_len;
-    }
+    slot_fill(sc, slot, iov, n, len);
     out_publish(sc, slot, (uint32_t)len);
     return 1;
 }
@@ -215,8 +268,12 @@ static int shm_read(shm_con_t *sc, int max)
             sc->tail = 0;
         sc->rseq++;
         k++;
+        uint32_t extra = (uint32_t)((offsetof(shm_slot_t, data) + len - 1) / 64);
+        sc->pf_lines = extra <= cfg.prefetch && n_active <= PREFETCH_CONS_MAX ? extra : 0;
         pscom_read_feed(sc->con, slot->data, len);
     }
+    if (k)
+        sc->peer_waits = 1;
     /* free what was read, once the outermost read is done with its slot */
     if (--sc->reading == 0 && k) {
         atomic_store_explicit(&sc->in->consumed, sc->rseq, memory_order_release);
@@ -240,8 +297,12 @@ static int shm_poll(pscom_poller_t *p)
            A waiting MPI call loops through here, and on average half a loop is added to the
            latency of every message. */
         if (!in_ready(sc, memory_order_relaxed) && !pscom_write_pending(sc->con) &&
-            !(sc->cma_ok && shm_copy_pending(&sc->out->job)))
+            !(sc->cma_ok && shm_copy_pending(&sc->out->job))) {
+            const char *next = (const char *)shm_ring_slot(sc->in, sc->slot_size, sc->tail);
+            for (uint32_t i = 1; i <= sc->pf_lines; i++)
+                __builtin_prefetch(next + 64 * i);
             continue;
+        }
         sc->busy++;
         made |= shm_read(sc, 8);
         if (!sc->dead && pscom_write_pending(sc->con))
@@ -340,6 +401,7 @@ static void shm_close(pscom_con_t *con)
         sc->prev->next = sc->next;
         sc->next->prev = sc->prev;
         sc->active = 0;
+        n_active--;
         list_gen++;
         pscom_ufd_del(&sc->ufd);
         close(sc->ufd.fd);
@@ -462,6 +524,7 @@ static void shm_start(pscom_con_t *con, int fd)
     active.prev->next = sc;
     active.prev = sc;
     sc->active = 1;
+    n_active++;
     list_gen++;
     pscom_con_set_transport(con, &shm_ops, sc);
     if (!poller_on) {
