@@ -27,9 +27,10 @@ static const pscom_env_row_t tcp_env[] = {
     /* BBR (some distributions' and clouds' default) paces a sender at the rate it measured
        in the past: MPI's bursts on a quiet connection go out at a fraction of what the path
        takes (loopback: 3.5 instead of 8-11 GB/s, flipping from run to run). */
-    {"PSP_TCP_CONGESTION", "cubic",
-     "TCP congestion control of tcp connections (net.ipv4.tcp_available_congestion_control); "
-     "empty: the system's default.",
+    {"PSP_TCP_CONGESTION", "cubic,reno",
+     "TCP congestion control of tcp connections: the first of this list that the kernel offers "
+     "and allows (net.ipv4.tcp_available_congestion_control, and for users other than root "
+     "tcp_allowed_congestion_control, which always has reno); empty: the system's default.",
      PSCOM_ENV_STR, &cfg.congestion, 0, 0},
     {NULL, NULL, NULL, 0, NULL, 0, 0},
 };
@@ -208,20 +209,42 @@ static int tcp_finish(pscom_con_t *con, const void *reply, size_t reply_len)
     return 0;
 }
 
+/* The first name of the PSP_TCP_CONGESTION list that the kernel lets us set; once one worked,
+   later connections start with it. */
 static void set_congestion(int fd)
 {
+    static size_t skip; /* offset in the list of the name that worked */
     static int warned;
-    if (!cfg.congestion[0] || tcp_socket_congestion(fd, cfg.congestion) == 0 || warned)
-        return;
+    const char *list = cfg.congestion;
+    char name[32];
+    int err = 0;
+    for (const char *p = list + skip; *p;) {
+        size_t n = strcspn(p, ", ");
+        if (n && n < sizeof(name)) {
+            memcpy(name, p, n);
+            name[n] = '\0';
+            if (tcp_socket_congestion(fd, name) == 0) {
+                skip = (size_t)(p - list);
+                return;
+            }
+            err = errno;
+        } else if (n) {
+            err = ENOENT;
+        }
+        p += n;
+        p += strspn(p, ", ");
+    }
+    if (!err || warned)
+        return; /* empty: the system's default */
     warned = 1;
-    /* a name the user gave is an error worth seeing; our default missing is not */
+    /* names the user gave are an error worth seeing; our defaults missing are not */
     int level = getenv("PSP_TCP_CONGESTION") ? 1 : 2;
-    const char *why = errno == ENOENT  ? "not available (net.ipv4.tcp_available_congestion_control)"
-                      : errno == EPERM ? "not allowed (net.ipv4.tcp_allowed_congestion_control)"
-                                       : strerror(errno);
+    const char *why = err == ENOENT  ? "not available (net.ipv4.tcp_available_congestion_control)"
+                      : err == EPERM ? "not allowed (net.ipv4.tcp_allowed_congestion_control)"
+                                     : strerror(err);
     PSCOM_LOG(level,
-              "warning: PSP_TCP_CONGESTION=%s: %s; tcp connections keep the system's default",
-              cfg.congestion, why);
+              "warning: PSP_TCP_CONGESTION=%s: %s; tcp connections keep the system's default", list,
+              why);
 }
 
 static void tcp_start(pscom_con_t *con, int fd)
