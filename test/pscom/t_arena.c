@@ -62,6 +62,7 @@ typedef struct shm_offer {
     uint32_t reserved;
     uint64_t arena_cookie;
     uint64_t pair_cookie;
+    uint64_t probe;
 } shm_offer_t;
 
 /* what the proxy does to the offer of case i */
