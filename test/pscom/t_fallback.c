@@ -21,18 +21,6 @@
 static const char *mode;
 static char logbase[] = "/tmp/t_fallback.log.XXXXXX";
 
-static char *slurp(const char *path)
-{
-    char *text = calloc(1, 1 << 20);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        size_t n = fread(text, 1, (1 << 20) - 1, f);
-        text[n] = '\0';
-        fclose(f);
-    }
-    return text;
-}
-
 static int child(void *arg)
 {
     char logname[sizeof(logbase) + 8];
@@ -108,7 +96,7 @@ static int child(void *arg)
     tu_strv_free(eps);
 
     /* the log: the reason once, on the side that knows it */
-    log = slurp(logname);
+    log = tu_slurp(logname);
     unlink(logname);
     if (tu_rank == 0) {
         is(tu_count_lines(log, "declined", "ucp"), 1,

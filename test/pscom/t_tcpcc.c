@@ -38,18 +38,6 @@ static void read_line(const char *path, char *buf, size_t len)
     buf[strcspn(buf, "\n")] = '\0';
 }
 
-static char *slurp(const char *path)
-{
-    char *text = calloc(1, 1 << 16);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        size_t n = fread(text, 1, (1 << 16) - 1, f);
-        text[n] = '\0';
-        fclose(f);
-    }
-    return text;
-}
-
 /* Connected TCP sockets of this process: how many, and how many use congestion control cc. */
 static void count_sockets(const char *cc, int *n, int *with_cc, char *seen, size_t seen_len)
 {
@@ -135,7 +123,7 @@ static int child(void *arg)
     free(cons);
     tu_strv_free(eps);
 
-    char *log = slurp(logname);
+    char *log = tu_slurp(logname);
     unlink(logname);
     int warnings = tu_count_lines(log, "PSP_TCP_CONGESTION", "bogus");
     if (!strcmp(mode, "bogus"))

@@ -933,6 +933,20 @@ static int has_word(const char *line, size_t len, const char *word)
     return 0;
 }
 
+char *tu_slurp(const char *path)
+{
+    char *text = calloc(1, 1 << 20);
+    if (!text)
+        die("calloc");
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t n = fread(text, 1, (1 << 20) - 1, f);
+        text[n] = '\0';
+        fclose(f);
+    }
+    return text;
+}
+
 int tu_count_lines(const char *text, const char *word, const char *also)
 {
     int n = 0;

@@ -157,6 +157,8 @@ int tu_ep_addr(const char *ep, char *ip, size_t iplen, int *port);
    (malloc'ed) and restores stderr. */
 void tu_capture_begin(void);
 char *tu_capture_end(void);
+/* The first MiB of the file at path, '\0'-terminated ("" if it cannot be read); free() it. */
+char *tu_slurp(const char *path);
 /* Lines of text that contain word and, unless also is NULL, also; both as whole words (not
    next to a letter, digit or '_': "PSP_SHM" does not match "PSP_SHM_CMA", "2" not "r2"). */
 int tu_count_lines(const char *text, const char *word, const char *also);
