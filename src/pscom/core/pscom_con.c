@@ -163,6 +163,12 @@ void pscom_con_set_rendezvous(pscom_con_t *con, size_t threshold)
     con->rndv_threshold = threshold;
 }
 
+void pscom_con_default_rendezvous(pscom_con_t *con, size_t threshold)
+{
+    if (!con->plugin || !pscom_plugin_rendezvous_user_set(con->plugin))
+        con->rndv_threshold = threshold;
+}
+
 void pscom_con_established(pscom_con_t *con, const pscom_plugin_t *plugin, int fd)
 {
     con->plugin = plugin;

@@ -317,6 +317,13 @@ size_t pscom_plugin_rendezvous(const pscom_plugin_t *plugin)
     return s ? s->rendezvous : SIZE_MAX;
 }
 
+/* Did the user choose this transport's threshold (PSP_RENDEZVOUS or PSP_<NAME>_RENDEZVOUS)? */
+int pscom_plugin_rendezvous_user_set(const pscom_plugin_t *plugin)
+{
+    plugin_slot_t *s = slot_by_name(plugin->name);
+    return pscom_env_is_set("PSP_RENDEZVOUS") || (s && pscom_env_is_set(s->var_rndv));
+}
+
 PSCOM_API int pscom_plugin_info(int index, pscom_plugin_info_t *info)
 {
     pscom_lock();

@@ -19,8 +19,9 @@
 #include <sys/uio.h>
 #include "pscom.h"
 
-/* 0x0103: con_closing; 0x0102: write_now; 0x0101: held sends, cma */
-#define PSCOM_PLUGIN_API_VERSION 0x0103
+/* 0x0104: con_default_rendezvous; 0x0103: con_closing; 0x0102: write_now; 0x0101: held
+   sends, cma */
+#define PSCOM_PLUGIN_API_VERSION 0x0104
 #define PSCOM_HS_BLOB_MAX        512 /* largest handshake blob of one plugin */
 
 typedef struct pscom_con pscom_con_t;
@@ -78,6 +79,10 @@ PSCOM_PLUGIN_API void *pscom_con_transport_data(pscom_con_t *con);
 /* From con_start: this connection's eager/rendezvous threshold instead of the plugin's (e.g.
    core's rendezvous only where the transport has none of its own). */
 PSCOM_PLUGIN_API void pscom_con_set_rendezvous(pscom_con_t *con, size_t threshold);
+/* The same where the user set no threshold for this transport (PSP_RENDEZVOUS,
+   PSP_<NAME>_RENDEZVOUS): another default for connections of a kind (e.g. shm without single
+   copy). */
+PSCOM_PLUGIN_API void pscom_con_default_rendezvous(pscom_con_t *con, size_t threshold);
 /* Copy len bytes from address remote of process pid into dst (process_vm_readv, for
    rndv_pull between processes of one node). 0, or -1 with errno. */
 PSCOM_PLUGIN_API int pscom_cma_read(int pid, void *dst, uint64_t remote, size_t len);

@@ -219,6 +219,7 @@ void pscom_plugins_destroy(void);
 int pscom_plugin_count(void);
 const pscom_plugin_t *pscom_plugin_get(int index); /* usable plugins in selection order */
 size_t pscom_plugin_rendezvous(const pscom_plugin_t *plugin);
+int pscom_plugin_rendezvous_user_set(const pscom_plugin_t *plugin);
 int pscom_plugin_index(const char *name);
 
 /* pscom_reactor.c */

@@ -525,7 +525,7 @@ static int shm_finish(pscom_con_t *con, const void *reply, size_t reply_len)
 }
 
 /* Single copy to and from this peer? If not, the ring carries everything and rendezvous starts
-   at SHM_RNDV_NOCMA, unless the user set a threshold. */
+   at SHM_RNDV_NOCMA (unless the user set a threshold). */
 static void check_cma(shm_con_t *sc)
 {
     uint64_t v = 0;
@@ -537,8 +537,7 @@ static void check_cma(shm_con_t *sc)
         PSCOM_LOG(2, "single copy with %s not permitted (%s); large messages go through the ring",
                   pscom_con_name(sc->con), v ? "probe mismatch" : strerror(errno));
     sc->cma_ok = 0;
-    if (!getenv("PSP_SHM_RENDEZVOUS") && !getenv("PSP_RENDEZVOUS"))
-        pscom_con_set_rendezvous(sc->con, SHM_RNDV_NOCMA);
+    pscom_con_default_rendezvous(sc->con, SHM_RNDV_NOCMA);
 }
 
 static void shm_abort(pscom_con_t *con)

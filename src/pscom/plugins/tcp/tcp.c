@@ -11,6 +11,8 @@
 
 #define READAHEAD 32768
 
+#define CONGESTION_DEFAULT "cubic,reno"
+
 static struct {
     int nodelay;
     size_t sndbuf, rcvbuf;
@@ -27,7 +29,7 @@ static const pscom_env_row_t tcp_env[] = {
     /* BBR (some distributions' and clouds' default) paces a sender at the rate it measured
        in the past: MPI's bursts on a quiet connection go out at a fraction of what the path
        takes (loopback: 3.5 instead of 8-11 GB/s, flipping from run to run). */
-    {"PSP_TCP_CONGESTION", "cubic,reno",
+    {"PSP_TCP_CONGESTION", CONGESTION_DEFAULT,
      "TCP congestion control of tcp connections: the first of this list that the kernel offers "
      "and allows (net.ipv4.tcp_available_congestion_control, and for users other than root "
      "tcp_allowed_congestion_control, which always has reno); empty: the system's default.",
@@ -209,24 +211,20 @@ static int tcp_finish(pscom_con_t *con, const void *reply, size_t reply_len)
     return 0;
 }
 
-/* The first name of the PSP_TCP_CONGESTION list that the kernel lets us set; once one worked,
-   later connections start with it. */
+/* The first name of the PSP_TCP_CONGESTION list that the kernel lets us set. */
 static void set_congestion(int fd)
 {
-    static size_t skip; /* offset in the list of the name that worked */
     static int warned;
     const char *list = cfg.congestion;
     char name[32];
     int err = 0;
-    for (const char *p = list + skip; *p;) {
+    for (const char *p = list; *p;) {
         size_t n = strcspn(p, ", ");
         if (n && n < sizeof(name)) {
             memcpy(name, p, n);
             name[n] = '\0';
-            if (tcp_socket_congestion(fd, name) == 0) {
-                skip = (size_t)(p - list);
+            if (tcp_socket_congestion(fd, name) == 0)
                 return;
-            }
             err = errno;
         } else if (n) {
             err = ENOENT;
@@ -238,7 +236,7 @@ static void set_congestion(int fd)
         return; /* empty: the system's default */
     warned = 1;
     /* names the user gave are an error worth seeing; our defaults missing are not */
-    int level = getenv("PSP_TCP_CONGESTION") ? 1 : 2;
+    int level = strcmp(list, CONGESTION_DEFAULT) ? 1 : 2;
     const char *why = err == ENOENT  ? "not available (net.ipv4.tcp_available_congestion_control)"
                       : err == EPERM ? "not allowed (net.ipv4.tcp_allowed_congestion_control)"
                                      : strerror(err);
