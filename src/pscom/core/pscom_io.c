@@ -241,20 +241,25 @@ PSCOM_API int pscom_send_now(pscom_connection_t *connection, const void *xheader
     pscom_con_t *con = get_con(connection);
     int sent = 0;
     pscom_lock();
-    if (con->pub.state == PSCOM_CON_STATE_RW && con->ops && con->ops->write_now && !write_depth &&
-        !con->closed && list_empty(&con->sendq) && data_len < con->rndv_threshold &&
+    const pscom_con_ops_t *ops = con->ops;
+    if (con->pub.state == PSCOM_CON_STATE_RW && ops && !write_depth && !con->closed &&
+        list_empty(&con->sendq) && data_len < con->rndv_threshold &&
         xheader_len <= PSCOM_XHEADER_MAX) {
-        pscom_header_net_t h;
-        set_header(&h, MSGTYPE_USER, xheader_len, data_len);
-        struct iovec iov[3] = {{&h, HDR_SIZE},
-                               {(void *)(uintptr_t)xheader, xheader_len},
-                               {(void *)(uintptr_t)data, data_len}};
         size_t len = HDR_SIZE + xheader_len + data_len;
-        /* no empty data entry: a 0-byte message (data may be NULL) costs no copy call */
-        if (con->ops->write_now(con, iov, data_len ? 3 : 2, len) == 1) {
+        if (ops->write_user_now) {
+            sent = ops->write_user_now(con, xheader, xheader_len, data, data_len) == 1;
+        } else if (ops->write_now) {
+            pscom_header_net_t h;
+            set_header(&h, MSGTYPE_USER, xheader_len, data_len);
+            struct iovec iov[3] = {{&h, HDR_SIZE},
+                                   {(void *)(uintptr_t)xheader, xheader_len},
+                                   {(void *)(uintptr_t)data, data_len}};
+            /* no empty data entry: a 0-byte message (data may be NULL) costs no copy call */
+            sent = ops->write_now(con, iov, data_len ? 3 : 2, len) == 1;
+        }
+        if (sent) {
             pscom_stats.msgs_sent++;
             pscom_stats.bytes_sent += len;
-            sent = 1;
         }
     }
     pscom_unlock();
@@ -523,6 +528,40 @@ static void recv_whole(pscom_con_t *con, pscom_header_net_t *hdr, const char *da
     if (n)
         memcpy(req->pub.data, data, n);
     recv_done(req);
+}
+
+PSCOM_PLUGIN_API int pscom_header_user_xlen(const void *hdr, size_t len)
+{
+    pscom_header_net_t h;
+    if (len < HDR_SIZE)
+        return -1;
+    memcpy(&h, hdr, HDR_SIZE);
+    if (h.version != PSCOM_WIRE_VERSION || h.msg_type != MSGTYPE_USER || h.reserved ||
+        h.xheader_len > PSCOM_XHEADER_MAX || HDR_SIZE + h.xheader_len + h.data_len != len)
+        return -1;
+    return h.xheader_len;
+}
+
+PSCOM_PLUGIN_API void pscom_read_feed_user(pscom_con_t *con, const void *xheader, size_t xlen,
+                                           const void *data, size_t dlen)
+{
+    _Alignas(16) unsigned char buf[HDR_SIZE + 256];
+    pscom_header_net_t *h = (pscom_header_net_t *)buf;
+    if (likely(!con->rs.data_left && !con->rs.hlen && xlen <= sizeof(buf) - HDR_SIZE)) {
+        set_header(h, MSGTYPE_USER, xlen, dlen);
+        memcpy(buf + HDR_SIZE, xheader, xlen);
+        recv_whole(con, h, data, dlen);
+        return;
+    }
+    /* in the middle of another message (a transport bug) or a long user header: the parser,
+       which also refuses one that is too long */
+    pscom_header_net_t hdr;
+    set_header(&hdr, MSGTYPE_USER, xlen > UINT16_MAX ? UINT16_MAX : xlen, dlen);
+    pscom_read_feed(con, &hdr, HDR_SIZE);
+    if (xlen && con->pub.state != PSCOM_CON_STATE_ERROR)
+        pscom_read_feed(con, xheader, xlen);
+    if (dlen && con->pub.state != PSCOM_CON_STATE_ERROR)
+        pscom_read_feed(con, data, dlen);
 }
 
 /* Larger user headers of an unaligned message go through the assembly buffer. */

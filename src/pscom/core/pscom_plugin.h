@@ -19,9 +19,9 @@
 #include <sys/uio.h>
 #include "pscom.h"
 
-/* 0x0104: con_default_rendezvous; 0x0103: con_closing; 0x0102: write_now; 0x0101: held
-   sends, cma */
-#define PSCOM_PLUGIN_API_VERSION 0x0104
+/* 0x0105: header_user_xlen, read_feed_user, write_user_now; 0x0104: con_default_rendezvous;
+   0x0103: con_closing; 0x0102: write_now; 0x0101: held sends, cma */
+#define PSCOM_PLUGIN_API_VERSION 0x0105
 #define PSCOM_HS_BLOB_MAX        512 /* largest handshake blob of one plugin */
 
 typedef struct pscom_con pscom_con_t;
@@ -43,6 +43,10 @@ typedef struct pscom_con_ops {
        if the transport can take all of it at once without keeping the buffers. 1: sent, 0:
        not now (core queues it as usual; a failure shows there). Must not call back. */
     int (*write_now)(pscom_con_t *con, const struct iovec *iov, int n, size_t len);
+    /* Optional, preferred to write_now: the same for a user message given by its parts, for
+       a transport that leaves the pscom header off the wire (pscom_read_feed_user). */
+    int (*write_user_now)(pscom_con_t *con, const void *xheader, size_t xlen, const void *data,
+                          size_t dlen);
 } pscom_con_ops_t;
 
 typedef struct pscom_plugin {
@@ -97,6 +101,13 @@ PSCOM_PLUGIN_API int pscom_con_closing(pscom_con_t *con);
 
 /* Receive side: feed bytes that arrived, in order. Core parses, matches and copies. */
 PSCOM_PLUGIN_API void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len);
+/* A user message's pscom header follows from its lengths: a message transport may leave it off
+   the wire and have core rebuild it. pscom_header_user_xlen: hdr is the start of a whole
+   message of len bytes (as pscom_write_get_iov gives it); its user header's length if it is
+   such a message, else -1. pscom_read_feed_user: feed such a message without its header. */
+PSCOM_PLUGIN_API int pscom_header_user_xlen(const void *hdr, size_t len);
+PSCOM_PLUGIN_API void pscom_read_feed_user(pscom_con_t *con, const void *xheader, size_t xlen,
+                                           const void *data, size_t dlen);
 /* Stream transports: where the next bytes may go directly (into a matched receive buffer),
    or 0 when they should be read into the plugin's own buffer and fed. */
 PSCOM_PLUGIN_API size_t pscom_read_direct_buf(pscom_con_t *con, void **buf);

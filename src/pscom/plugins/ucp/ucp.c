@@ -207,10 +207,11 @@ static void ucp_write_start(pscom_con_t *con)
     uc->busy--;
 }
 
-static int ucp_write_now_op(pscom_con_t *con, const struct iovec *iov, int n, size_t len)
+static int ucp_write_user_now_op(pscom_con_t *con, const void *xheader, size_t xlen,
+                                 const void *data, size_t dlen)
 {
     uc_t *uc = pscom_con_transport_data(con);
-    return uc ? ucp_write_now(uc, iov, n, len) : 0;
+    return uc ? ucp_write_user_now(uc, xheader, xlen, data, dlen) : 0;
 }
 
 /* ---- progress ---- */
@@ -487,7 +488,7 @@ static int ucp_rndv_pull(pscom_con_t *con, void *dst, uint64_t remote, size_t le
 
 static const pscom_con_ops_t ucp_ops = {
     .write_start = ucp_write_start,
-    .write_now = ucp_write_now_op,
+    .write_user_now = ucp_write_user_now_op,
     .close = ucp_close,
     .rndv_pull = ucp_rndv_pull,
 };

@@ -100,14 +100,14 @@ static int send_to(exchange_t *x, int rank, const void *buf)
                                     "no connection");
     MPIDI_PSCOM_tagged_xhdr_t xh =
         MPIDI_PSCOM_tagged_xhdr(x->comm, MPIR_CONTEXT_INTRA_COLL, coll_tag(x->tag, *x->errflag));
-    if (pscom_send_now(con, &xh, sizeof(xh), buf, x->len))
+    if (pscom_send_now(con, &xh, MPIDI_PSCOM_TAGGED_XHDR_LEN, buf, x->len))
         return MPI_SUCCESS;
     if (!x->sreq && !(x->sreq = preq_get(&spare_send)))
         return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                     MPI_ERR_OTHER, "**pscom_nomem", NULL);
     pscom_request_t *sreq = x->sreq;
-    memcpy(sreq->xheader, &xh, sizeof(xh));
-    sreq->xheader_len = sizeof(xh);
+    memcpy(sreq->xheader, &xh, MPIDI_PSCOM_TAGGED_XHDR_LEN);
+    sreq->xheader_len = MPIDI_PSCOM_TAGGED_XHDR_LEN;
     sreq->data = (void *)buf;
     sreq->data_len = x->len;
     sreq->connection = con;

@@ -16,17 +16,17 @@
 
 /* ---- wire format: the xheader of every message starts with a type byte ---- */
 
-#define MPIDI_PSCOM_WIRE_VERSION 1
+#define MPIDI_PSCOM_WIRE_VERSION 2
 
 enum MPIDI_PSCOM_msg_type {
-    MPIDI_PSCOM_MSG_AM = 1,        /* MPIDIG active message */
-    MPIDI_PSCOM_MSG_TAGGED = 2,    /* native MPI point-to-point */
-    MPIDI_PSCOM_MSG_SSEND_ACK = 3, /* receiver matched a synchronous send */
-    MPIDI_PSCOM_MSG_DYNAMIC = 4,   /* dynamic_send/dynamic_recv (connect/accept, spawn) */
+    MPIDI_PSCOM_MSG_AM = 1,          /* MPIDIG active message */
+    MPIDI_PSCOM_MSG_TAGGED = 2,      /* native MPI point-to-point */
+    MPIDI_PSCOM_MSG_SSEND_ACK = 3,   /* receiver matched a synchronous send */
+    MPIDI_PSCOM_MSG_DYNAMIC = 4,     /* dynamic_send/dynamic_recv (connect/accept, spawn) */
+    MPIDI_PSCOM_MSG_TAGGED_SYNC = 5, /* synchronous send: the receiver acks the match */
 };
 
 #define MPIDI_PSCOM_AM_FLAG_HDR_IN_DATA 0x1 /* am_hdr too big for the xheader: leads the data */
-#define MPIDI_PSCOM_TAGGED_FLAG_SSEND   0x1 /* receiver must send MPIDI_PSCOM_MSG_SSEND_ACK */
 
 typedef struct {
     uint8_t type; /* MPIDI_PSCOM_MSG_AM */
@@ -37,16 +37,21 @@ typedef struct {
     /* am_hdr follows (8-byte aligned) unless HDR_IN_DATA */
 } MPIDI_PSCOM_am_xhdr_t;
 
+/* 12 bytes travel with a plain message, all of the struct with a synchronous one: a small
+   MPI message then fits the first cache line of a transport's slot or FIFO element (UCX's
+   shared memory: 36 bytes of its own headers, 8 of the ucp plugin's, 12 + 8 bytes of data). */
 typedef struct {
-    uint8_t type; /* MPIDI_PSCOM_MSG_TAGGED */
+    uint8_t type; /* MPIDI_PSCOM_MSG_TAGGED, or MPIDI_PSCOM_MSG_TAGGED_SYNC (sreq follows) */
     uint8_t version;
-    uint8_t flags;
-    uint8_t unused;
+    uint16_t context_id; /* sender's context_id + context_offset */
     int32_t tag;         /* MPI tag including MPIR error bits */
-    uint32_t context_id; /* sender's context_id + context_offset */
     int32_t src_rank;    /* sender's rank in the communicator */
-    uint64_t sreq;       /* SSEND: sender's request, echoed in the ack */
+    uint32_t unused;     /* TAGGED_SYNC only from here */
+    uint64_t sreq;       /* sender's request, echoed in the ack */
 } MPIDI_PSCOM_tagged_xhdr_t;
+
+#define MPIDI_PSCOM_TAGGED_XHDR_LEN offsetof(MPIDI_PSCOM_tagged_xhdr_t, unused) /* plain */
+_Static_assert(sizeof(MPIR_Context_id_t) == 2, "context ids travel in 16 bits");
 
 /* Sends of at most this many bytes first try pscom_send_now (a default shm ring slot holds
    8 KiB with the headers; the transport decides, this only spares larger ones the try) */

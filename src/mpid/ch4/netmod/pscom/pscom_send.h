@@ -26,7 +26,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend(const void *buf, MPI_Aint count,
        (shm ring slot, UCX short message), no pscom request and a pre-completed MPI one */
     if (dt_contig && !is_sync && !req && con && data_sz <= MPIDI_PSCOM_SEND_NOW_MAX) {
         MPIDI_PSCOM_tagged_xhdr_t now = MPIDI_PSCOM_tagged_xhdr(comm, context_offset, tag);
-        if (pscom_send_now(con, &now, sizeof(now),
+        if (pscom_send_now(con, &now, MPIDI_PSCOM_TAGGED_XHDR_LEN,
                            data_sz ? MPIR_get_contig_ptr(buf, dt_true_lb) : NULL, data_sz)) {
             *request = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
             return MPI_SUCCESS;
@@ -60,15 +60,12 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend(const void *buf, MPI_Aint count,
     MPIDI_PSCOM_PREQ(preq)->req = req;
 
     xh = preq->xheader;
-    xh->type = MPIDI_PSCOM_MSG_TAGGED;
-    xh->version = MPIDI_PSCOM_WIRE_VERSION;
-    xh->flags = is_sync ? MPIDI_PSCOM_TAGGED_FLAG_SSEND : 0;
-    xh->unused = 0;
-    xh->tag = tag;
-    xh->context_id = comm->context_id + context_offset;
-    xh->src_rank = comm->rank;
-    xh->sreq = is_sync ? (uint64_t)(uintptr_t)req : 0;
-    preq->xheader_len = sizeof(*xh);
+    *xh = MPIDI_PSCOM_tagged_xhdr(comm, context_offset, tag);
+    if (is_sync) {
+        xh->type = MPIDI_PSCOM_MSG_TAGGED_SYNC;
+        xh->sreq = (uint64_t)(uintptr_t)req;
+    }
+    preq->xheader_len = is_sync ? sizeof(*xh) : MPIDI_PSCOM_TAGGED_XHDR_LEN;
     preq->data_len = data_sz;
     preq->connection = con;
     pscom_post_send(preq);

@@ -16,8 +16,11 @@ int MPIDI_PSCOM_tagged_accept(pscom_request_t *preq, pscom_connection_t *con,
     const MPIDI_PSCOM_preq_t *want = MPIDI_PSCOM_PREQ(preq);
 
     (void)con;
-    if (header->xheader_len < sizeof(*xh) || xh->type != MPIDI_PSCOM_MSG_TAGGED ||
+    if (header->xheader_len < MPIDI_PSCOM_TAGGED_XHDR_LEN ||
         xh->version != MPIDI_PSCOM_WIRE_VERSION)
+        return 0;
+    if (xh->type != MPIDI_PSCOM_MSG_TAGGED &&
+        (xh->type != MPIDI_PSCOM_MSG_TAGGED_SYNC || header->xheader_len < sizeof(*xh)))
         return 0;
     if (xh->context_id != want->context_id)
         return 0;
@@ -50,7 +53,7 @@ void MPIDI_PSCOM_tagged_send_done(pscom_request_t *preq)
         req->status.MPI_ERROR = MPIR_Err_create_code(
             MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_OTHER, "**pscom_send",
             "**pscom_send %s", pscom_req_state_str(preq->state));
-        if (xh->flags & MPIDI_PSCOM_TAGGED_FLAG_SSEND)
+        if (xh->type == MPIDI_PSCOM_MSG_TAGGED_SYNC)
             MPIDIU_request_complete(req); /* no ack will come: do not wait for it */
     }
     MPIDI_PSCOM_REQ(req).preq = NULL;
@@ -109,7 +112,7 @@ static void recv_finish(MPIR_Request *rreq, pscom_request_t *preq)
             bytes = unpacked;
         }
         MPIR_STATUS_SET_COUNT(rreq->status, bytes);
-        if (xh->flags & MPIDI_PSCOM_TAGGED_FLAG_SSEND)
+        if (xh->type == MPIDI_PSCOM_MSG_TAGGED_SYNC)
             send_ack(preq);
     }
     if (r->pack_buf) {
