@@ -1,0 +1,133 @@
+/*
+ * tcp_pp: ping-pong of large messages over a plain loopback TCP socket pair, without any MPI or
+ * pscom, to tell the kernel's share of a tcp transport's large-message latency from ours.
+ *
+ *   gcc -O2 -o _build/bench/tcp_pp test/bench/tcp_pp.c
+ *   _build/bench/tcp_pp BYTES MODE [ITERATIONS]     (default 200)
+ *
+ * MODE 0: the message alone, both ways in turn (an eager protocol).
+ * MODE 1: before each message the receiver sends the sender 16 bytes.
+ * MODE 2: before each message the sender sends 16 bytes and the receiver answers 16 bytes (what
+ *         a rendezvous handshake does). Prints the one-way time per message.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void die(const char *what)
+{
+    perror(what);
+    exit(1);
+}
+
+/* busy-polling non-blocking I/O, as the MPIs poll */
+static void put(int fd, const char *b, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, b, n, MSG_DONTWAIT);
+        if (w < 0 && errno == EAGAIN)
+            continue;
+        if (w < 0)
+            die("send");
+        b += w;
+        n -= (size_t)w;
+    }
+}
+
+static void get(int fd, char *b, size_t n)
+{
+    while (n) {
+        ssize_t r = recv(fd, b, n, MSG_DONTWAIT);
+        if (r < 0 && errno == EAGAIN)
+            continue;
+        if (r <= 0)
+            die("recv");
+        b += r;
+        n -= (size_t)r;
+    }
+}
+
+static void tune(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "cubic", 5); /* as pscom's tcp (not BBR) */
+}
+
+/* One message from `from` to `to` ends at `to`: the receiving side of a round. */
+static void take(int fd, int mode, char *buf, size_t n, char *tok)
+{
+    if (mode == 2)
+        get(fd, tok, 16);
+    if (mode >= 1)
+        put(fd, tok, 16);
+    get(fd, buf, n);
+}
+
+static void give(int fd, int mode, char *buf, size_t n, char *tok)
+{
+    if (mode == 2)
+        put(fd, tok, 16);
+    if (mode >= 1)
+        get(fd, tok, 16);
+    put(fd, buf, n);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s BYTES MODE(0|1|2) [ITERATIONS]\n", argv[0]);
+        return 2;
+    }
+    size_t n = strtoul(argv[1], NULL, 0);
+    int mode = atoi(argv[2]);
+    int iters = argc > 3 ? atoi(argv[3]) : 200;
+    char *buf = malloc(n ? n : 1), tok[16] = {0};
+    if (!buf || iters < 1 || mode < 0 || mode > 2)
+        return 2;
+    memset(buf, 'a', n);
+
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    if (ls < 0 || bind(ls, (void *)&a, sizeof(a)) || listen(ls, 1) ||
+        getsockname(ls, (void *)&a, &al))
+        die("listen");
+    pid_t child = fork();
+    if (child == 0) {
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        if (s < 0 || connect(s, (void *)&a, sizeof(a)))
+            die("connect");
+        tune(s);
+        for (int i = 0; i < iters + 2; i++) {
+            take(s, mode, buf, n, tok);
+            give(s, mode, buf, n, tok);
+        }
+        return 0;
+    }
+    int s = accept(ls, NULL, NULL);
+    if (s < 0)
+        die("accept");
+    tune(s);
+    struct timespec t0 = {0}, t1;
+    for (int i = 0; i < iters + 2; i++) {
+        if (i == 2) /* two rounds of warm-up */
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+        give(s, mode, buf, n, tok);
+        take(s, mode, buf, n, tok);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    waitpid(child, NULL, 0);
+    double us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+    printf("tcp_pp: %zu bytes, mode %d: one-way %.1f us\n", n, mode, us / iters / 2);
+    return 0;
+}
