@@ -63,22 +63,27 @@ static void tune(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "cubic", 5); /* as pscom's tcp (not BBR) */
 }
 
-/* One message from `from` to `to` ends at `to`: the receiving side of a round. */
+/* What precedes a message: nothing (mode 0), 16 bytes from the receiver (1), or 16 bytes from
+   the sender answered by 16 from the receiver (2). */
+static void before(int fd, int mode, int sending, char *tok)
+{
+    for (int step = mode == 2 ? 0 : 1; step < 2 && mode; step++) {
+        if ((step == 0) == (sending != 0))
+            put(fd, tok, 16); /* step 0: the sender's 16 bytes; step 1: the receiver's */
+        else
+            get(fd, tok, 16);
+    }
+}
+
 static void take(int fd, int mode, char *buf, size_t n, char *tok)
 {
-    if (mode == 2)
-        get(fd, tok, 16);
-    if (mode >= 1)
-        put(fd, tok, 16);
+    before(fd, mode, 0, tok);
     get(fd, buf, n);
 }
 
 static void give(int fd, int mode, char *buf, size_t n, char *tok)
 {
-    if (mode == 2)
-        put(fd, tok, 16);
-    if (mode >= 1)
-        get(fd, tok, 16);
+    before(fd, mode, 1, tok);
     put(fd, buf, n);
 }
 
