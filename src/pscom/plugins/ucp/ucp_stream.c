@@ -245,16 +245,36 @@ static void bounce_done(ux_op_t *op, const char *err)
 
 /* ---- send ---- */
 
+/* A copy of len bytes to send; completes when UCX is done with it (bounce_done). */
+static bounce_t *bounce_new(size_t len)
+{
+    bounce_t *b = bounce_get(len);
+    if (b) {
+        b->op.done = bounce_done;
+        b->len = len;
+    }
+    return b;
+}
+
+/* Send the copy's len bytes behind hdr (hlen bytes, UCX's message header): ux_send's result;
+   the copy goes back to the free list unless UCX still reads it. */
+static int bounce_send(uc_t *uc, bounce_t *b, const void *hdr, size_t hlen, int eager,
+                       const char **why)
+{
+    int r = ux_send(uc->ep, hdr, hlen, b->data, b->len, eager, &b->op, why);
+    if (r <= 0)
+        bounce_put(b, b->len);
+    return r;
+}
+
 /* Copy n iov entries (len bytes) into one message. 0, or -1 (failed). */
 static int send_copy(uc_t *uc, const struct iovec *iov, int n, size_t len)
 {
-    bounce_t *b = bounce_get(len);
+    bounce_t *b = bounce_new(len);
     if (!b) {
         ucp_fail(uc, PSCOM_OP_WRITE, PSCOM_ERR_NOMEM, "out of memory");
         return -1;
     }
-    b->op.done = bounce_done;
-    b->len = len;
     b->hdr =
         (ucp_data_hdr_t){.h = {.id = uc->peer_id, .seq = (uint16_t)uc->tx_seq++, .kind = K_DATA}};
     size_t off = 0;
@@ -263,10 +283,7 @@ static int send_copy(uc_t *uc, const struct iovec *iov, int n, size_t len)
         off += iov[i].iov_len;
     }
     const char *why = NULL;
-    int r = ux_send(uc->ep, &b->hdr, sizeof(b->hdr), b->data, len, uc->eager, &b->op, &why);
-    if (r <= 0)
-        bounce_put(b, len);
-    if (r < 0) {
+    if (bounce_send(uc, b, &b->hdr, sizeof(b->hdr), uc->eager, &why) < 0) {
         ucp_fail(uc, PSCOM_OP_WRITE, PSCOM_ERR_IOERROR, why);
         return -1;
     }
@@ -281,7 +298,7 @@ static int send_copy(uc_t *uc, const struct iovec *iov, int n, size_t len)
    (the peer's FIFO or the socket is full), not a message too long for UCX's short protocol:
    short_ok is the largest one UCX took on the endpoint, and SHORT_SURE (core's EOF and other
    header-only messages) fits every UCX transport's short protocol (UCX 1.13's shared memory
-   takes 92 bytes, of which our header is 12). Such a message waits for room, up to
+   takes 92 bytes, of which our header is 8 or 12). Such a message waits for room, up to
    FULL_WAIT_MS in a row, before it takes the copied way (see ucp_write). */
 #define SHORT_SURE   32
 #define FULL_WAIT_MS 100
@@ -296,29 +313,54 @@ static inline void sent_now(uc_t *uc, size_t len)
         uc->short_ok = len;
 }
 
-/* ux_send_now of len (<= SEND_NOW_MAX) bytes in n iov entries: 0 sent, 1 not now, -1 failed */
+/* Our K_USER header, the user header and the data at dst; returns the length. */
+static size_t put_user(unsigned char *dst, const ucp_hdr_t *h, const void *xheader, size_t xlen,
+                       const void *data, size_t dlen)
+{
+    memcpy(dst, h, sizeof(*h));
+    memcpy(dst + sizeof(*h), xheader, xlen);
+    if (dlen)
+        memcpy(dst + sizeof(*h) + xlen, data, dlen);
+    return sizeof(*h) + xlen + dlen;
+}
+
+static ucp_hdr_t user_hdr(const uc_t *uc, size_t xlen)
+{
+    return (ucp_hdr_t){
+        .id = uc->peer_id, .seq = (uint16_t)uc->tx_seq, .kind = K_USER, .xlen = (uint8_t)xlen};
+}
+
+/* A user message (xlen <= UINT8_MAX, at most SEND_NOW_MAX stream bytes) by UCX's short
+   protocol, assembled on the stack behind our header with no UCX user header (UCX then takes
+   its one-buffer short path, not the gathering one): 0 sent, 1 not now, -1 failed. */
+static inline __attribute__((always_inline)) int short_user(uc_t *uc, const void *xheader,
+                                                            size_t xlen, const void *data,
+                                                            size_t dlen, const char **why)
+{
+    _Alignas(8) unsigned char buf[sizeof(ucp_hdr_t) + SEND_NOW_MAX];
+    ucp_hdr_t h = user_hdr(uc, xlen);
+    int r = ux_send_now(uc->ep, NULL, 0, buf, put_user(buf, &h, xheader, xlen, data, dlen), why);
+    if (r == 0)
+        sent_now(uc, sizeof(pscom_header_net_t) + xlen + dlen);
+    return r;
+}
+
+/* ux_send_now of len (<= SEND_NOW_MAX) bytes in n iov entries of core's queue: a user message
+   (header and user header in the first entry, the data in the second) as K_USER, anything
+   else as K_DATA. 0 sent, 1 not now, -1 failed. */
 static int try_send_now(uc_t *uc, const struct iovec *iov, int n, size_t len, const char **why)
 {
-    /* our header in front of the data, no UCX user header: UCX then takes its plain short
-       path (one buffer) instead of the gathering one */
+    const size_t hs = sizeof(pscom_header_net_t);
+    int xlen = pscom_header_user_xlen(iov[0].iov_base, len);
+    if (xlen >= 0 && xlen <= UINT8_MAX && iov[0].iov_len == hs + (size_t)xlen && n <= 2)
+        return short_user(uc, (const char *)iov[0].iov_base + hs, (size_t)xlen,
+                          n == 2 ? iov[1].iov_base : NULL, n == 2 ? iov[1].iov_len : 0, why);
     _Alignas(8) unsigned char buf[sizeof(ucp_data_hdr_t) + SEND_NOW_MAX];
     ucp_data_hdr_t h = {.h = {.id = uc->peer_id, .seq = (uint16_t)uc->tx_seq, .kind = K_DATA}};
-    size_t skip = 0, hsize = sizeof(h);
-    int xlen = pscom_header_user_xlen(iov[0].iov_base, len);
-    if (xlen >= 0 && xlen <= UINT8_MAX && iov[0].iov_len >= sizeof(pscom_header_net_t)) {
-        h.h.kind = K_USER; /* without the pscom header */
-        h.h.xlen = (uint8_t)xlen;
-        skip = sizeof(pscom_header_net_t);
-        hsize = sizeof(h.h);
-    }
-    memcpy(buf, &h, hsize);
-    size_t off = hsize;
-    for (int i = 0; i < n; i++) {
-        size_t l = iov[i].iov_len - skip;
-        memcpy(buf + off, (const char *)iov[i].iov_base + skip, l);
-        off += l;
-        skip = 0;
-    }
+    memcpy(buf, &h, sizeof(h));
+    size_t off = sizeof(h);
+    for (int i = 0; i < n; off += iov[i].iov_len, i++)
+        memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
     int r = ux_send_now(uc->ep, NULL, 0, buf, off, why);
     if (r == 0)
         sent_now(uc, len);
@@ -334,17 +376,6 @@ static int send_now(uc_t *uc, const struct iovec *iov, int n, size_t len)
     return r;
 }
 
-/* Our K_USER header, the user header and the data at dst; returns the length. */
-static size_t put_user(unsigned char *dst, const ucp_hdr_t *h, const void *xheader, size_t xlen,
-                       const void *data, size_t dlen)
-{
-    memcpy(dst, h, sizeof(*h));
-    memcpy(dst + sizeof(*h), xheader, xlen);
-    if (dlen)
-        memcpy(dst + sizeof(*h) + xlen, data, dlen);
-    return sizeof(*h) + xlen + dlen;
-}
-
 /* pscom_send_now: a user message as K_USER, straight from its parts: by UCX's short protocol
    if it takes it at once, else (longer, or no room now) as a copy that UCX sends or queues, as
    the queued path would send it but without core's request and send queue (MPI ping-pong of
@@ -356,33 +387,20 @@ int ucp_write_user_now(uc_t *uc, const void *xheader, size_t xlen, const void *d
     if (uc->dead || !uc->started || uc->ep_err || uc->busy || xlen > UINT8_MAX ||
         len > ucp_cfg.small || ux_in_progress())
         return 0;
-    ucp_hdr_t h = {
-        .id = uc->peer_id, .seq = (uint16_t)uc->tx_seq, .kind = K_USER, .xlen = (uint8_t)xlen};
     const char *why = NULL;
     if (len <= SEND_NOW_MAX) {
-        _Alignas(8) unsigned char buf[sizeof(ucp_hdr_t) + SEND_NOW_MAX];
-        int r =
-            ux_send_now(uc->ep, NULL, 0, buf, put_user(buf, &h, xheader, xlen, data, dlen), &why);
-        if (r == 0) {
-            sent_now(uc, len);
-            return 1;
-        }
-        if (r < 0)
-            return 0;
+        int r = short_user(uc, xheader, xlen, data, dlen, &why);
+        if (r <= 0)
+            return r == 0;
     }
     if (pscom_con_closing(uc->con)) /* no copies there: see no_room_wait */
         return 0;
-    size_t n = sizeof(h) + xlen + dlen;
-    bounce_t *b = bounce_get(n);
+    bounce_t *b = bounce_new(sizeof(ucp_hdr_t) + xlen + dlen);
     if (!b)
         return 0;
-    b->op.done = bounce_done;
-    b->len = n;
+    ucp_hdr_t h = user_hdr(uc, xlen);
     put_user(b->data, &h, xheader, xlen, data, dlen);
-    int r = ux_send(uc->ep, NULL, 0, b->data, n, 1, &b->op, &why);
-    if (r <= 0)
-        bounce_put(b, n);
-    if (r < 0)
+    if (bounce_send(uc, b, NULL, 0, 1, &why) < 0)
         return 0;
     uc->tx_seq++;
     return 1;
