@@ -265,6 +265,18 @@ PSCOM_API const char *pscom_version_str(void)
     return PSCOM_VERSION_STR;
 }
 
+PSCOM_API void pscom_set_oversubscribed(int oversubscribed)
+{
+    pscom_lock();
+    pscom_config.oversubscribed = oversubscribed != 0;
+    pscom_unlock();
+}
+
+int pscom_node_oversubscribed(void)
+{
+    return pscom_config.oversubscribed;
+}
+
 PSCOM_API const char *pscom_err_str(pscom_err_t err)
 {
     switch (err) {

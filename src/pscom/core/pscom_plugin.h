@@ -19,9 +19,9 @@
 #include <sys/uio.h>
 #include "pscom.h"
 
-/* 0x0105: header_user_xlen, read_feed_user, write_user_now; 0x0104: con_default_rendezvous;
-   0x0103: con_closing; 0x0102: write_now; 0x0101: held sends, cma */
-#define PSCOM_PLUGIN_API_VERSION 0x0105
+/* 0x0106: node_oversubscribed; 0x0105: header_user_xlen, read_feed_user, write_user_now; 0x0104:
+   con_default_rendezvous; 0x0103: con_closing; 0x0102: write_now; 0x0101: held sends, cma */
+#define PSCOM_PLUGIN_API_VERSION 0x0106
 #define PSCOM_HS_BLOB_MAX        512 /* largest handshake blob of one plugin */
 
 typedef struct pscom_con pscom_con_t;
@@ -98,6 +98,9 @@ PSCOM_PLUGIN_API pscom_connection_t *pscom_con_pub(pscom_con_t *con);
 /* 1 once the user closes the connection: what is queued now are its last messages (core's EOF
    among them), and the peer may be closing or gone when they arrive. */
 PSCOM_PLUGIN_API int pscom_con_closing(pscom_con_t *con);
+/* 1 if the application said that this node's CPUs are oversubscribed (pscom_set_oversubscribed):
+   waiting for a peer may then cost it a time slice. */
+PSCOM_PLUGIN_API int pscom_node_oversubscribed(void);
 
 /* Receive side: feed bytes that arrived, in order. Core parses, matches and copies. */
 PSCOM_PLUGIN_API void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len);

@@ -183,6 +183,7 @@ extern pscom_global_t g;
 /* configuration (rows in pscom_init.c) */
 typedef struct pscom_config {
     int debug, debug_contype, debug_stats, debug_param, sigquit, sched_yield;
+    int oversubscribed; /* pscom_set_oversubscribed, not an environment row */
     const char *debug_out, *network, *plugindir;
     size_t rendezvous;
     unsigned spin_us, fd_poll_us, connect_timeout_ms, shutdown_timeout_ms;

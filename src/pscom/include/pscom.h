@@ -28,7 +28,7 @@ extern "C" {
 
 /* API version: major << 8 | minor. pscom_init() refuses a different major or a newer minor. */
 #define PSCOM_VERSION_MAJOR 1
-#define PSCOM_VERSION_MINOR 0
+#define PSCOM_VERSION_MINOR 1 /* 1: pscom_set_oversubscribed */
 #define PSCOM_VERSION       ((PSCOM_VERSION_MAJOR << 8) | PSCOM_VERSION_MINOR)
 
 /* Largest user header of one message. */
@@ -124,6 +124,11 @@ void pscom_cleanup(void);
 const char *pscom_version_str(void);
 /* Change PSP_DEBUG at run time. */
 void pscom_set_debug(int level);
+/* This node runs more processes than they have CPUs (the caller knows, e.g. from its launcher):
+   transports then prefer protocols that do not wait for a peer process to be scheduled (shm:
+   eager up to 128 KiB instead of single-copy rendezvous from 8 KiB). A threshold the user set
+   (PSP_RENDEZVOUS, PSP_<NAME>_RENDEZVOUS) still wins. Affects connections made afterwards. */
+void pscom_set_oversubscribed(int oversubscribed);
 /* Readable text for an error code. */
 const char *pscom_err_str(pscom_err_t err);
 /* Dump sockets, connections, pending requests and counters (what PSP_SIGQUIT prints). */

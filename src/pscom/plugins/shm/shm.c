@@ -98,9 +98,14 @@ static const uint64_t cma_probe = 0x65626f7270616d63ull;
 
 /* Rendezvous threshold: from 8 KiB single copy beats the ring (2 and 3 slot messages: 8 KiB
    1.56 -> 1.11 us, 16 KiB 2.31 -> 1.39, 32 KiB bandwidth 16 -> 20.6 GB/s; 4 KiB was slower);
-   without single copy the rendezvous only adds a round trip: from 64 KiB then. */
-#define SHM_RNDV       8192
-#define SHM_RNDV_NOCMA 65536
+   without single copy the rendezvous only adds a round trip: from 64 KiB then. On a node with
+   more processes than CPUs a rendezvous send completes only once the receiver was scheduled
+   (it reads the request and pulls) and then the sender (it reads the FIN), an eager one at
+   once: 16 and 64 KiB collectives of 4 and 8 ranks on 2 CPUs took half the time eager
+   (2026-11-25, test/bench/README.md), so there it starts at 128 KiB. */
+#define SHM_RNDV         8192
+#define SHM_RNDV_NOCMA   65536
+#define SHM_RNDV_OVERSUB (128 * 1024)
 
 static shm_con_t active = {.next = &active, .prev = &active};
 static int n_active;
@@ -524,20 +529,30 @@ static int shm_finish(pscom_con_t *con, const void *reply, size_t reply_len)
     return 0;
 }
 
-/* Single copy to and from this peer? If not, the ring carries everything and rendezvous starts
-   at SHM_RNDV_NOCMA (unless the user set a threshold). */
-static void check_cma(shm_con_t *sc)
+/* Single copy to and from this peer? If not, the ring carries everything. */
+static int cma_works(shm_con_t *sc)
 {
     uint64_t v = 0;
     if (sc->cma_ok &&
         shm_cma_read(pscom_con_peer_pid(sc->con), &v, sc->peer_probe, sizeof(v)) == 0 &&
         v == cma_probe)
-        return;
+        return 1;
     if (sc->cma_ok)
         PSCOM_LOG(2, "single copy with %s not permitted (%s); large messages go through the ring",
                   pscom_con_name(sc->con), v ? "probe mismatch" : strerror(errno));
     sc->cma_ok = 0;
-    pscom_con_default_rendezvous(sc->con, SHM_RNDV_NOCMA);
+    return 0;
+}
+
+/* The connection's rendezvous threshold where the user set none: SHM_RNDV (the plugin's
+   default), SHM_RNDV_NOCMA without single copy, SHM_RNDV_OVERSUB on an oversubscribed node. */
+static void set_rendezvous(shm_con_t *sc)
+{
+    int cma = cma_works(sc);
+    if (pscom_node_oversubscribed())
+        pscom_con_default_rendezvous(sc->con, SHM_RNDV_OVERSUB);
+    else if (!cma)
+        pscom_con_default_rendezvous(sc->con, SHM_RNDV_NOCMA);
 }
 
 static void shm_abort(pscom_con_t *con)
@@ -561,7 +576,7 @@ static void shm_start(pscom_con_t *con, int fd)
     n_active++;
     list_gen++;
     pscom_con_set_transport(con, &shm_ops, sc);
-    check_cma(sc);
+    set_rendezvous(sc);
     if (!poller_on) {
         poller = (pscom_poller_t){
             .poll = shm_poll, .prepare_block = shm_prepare_block, .end_block = shm_end_block};

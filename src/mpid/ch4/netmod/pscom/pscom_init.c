@@ -66,7 +66,9 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
                          "**pscom_init %s", pscom_err_str(rc));
 
     pscom_env_register("mpi", env_rows);
-    MPIDI_PSCOM_global.yield_idle = sched_yield_cfg < 0 ? oversubscribed() : sched_yield_cfg;
+    int over = oversubscribed();
+    pscom_set_oversubscribed(over); /* before any connection: shm's protocol choice */
+    MPIDI_PSCOM_global.yield_idle = sched_yield_cfg < 0 ? over : sched_yield_cfg;
     mpi_errno = MPIDI_PSCOM_msa_init(); /* PSP_MSA_*: a bad value fails MPI_Init */
     MPIR_ERR_CHECK(mpi_errno);
 

@@ -1,0 +1,55 @@
+#!/bin/sh
+# Oversubscribed nodes: with more ranks on a node than CPUs the netmod tells pscom so
+# (pscom_set_oversubscribed), and shm sends messages below 128 KiB eager instead of by
+# rendezvous from 8 KiB (a rendezvous waits for the peer to be scheduled). eager.c exchanges
+# 16, 64 and 256 KiB between two ranks; PSP_DEBUG_STATS says how many each rank sent by
+# rendezvous: 3 with a CPU per rank, 1 (256 KiB) with both ranks on one CPU (taskset), 3 again
+# there when the user sets PSP_SHM_RENDEZVOUS.
+. "$(dirname "$0")/mpitest.sh"
+mpitest_build eager || mpitest_done
+
+# rendezvous counts of the job's ranks, sorted ("1 1"), from their stats lines
+rndv_counts() {
+    sed -n 's/.*stats: rendezvous sent \([0-9]*\).*/\1/p' "$job.err" | sort | tr '\n' ' ' | sed 's/ $//'
+}
+
+# LABEL WANT DESCRIPTION: the job passed, and both ranks sent WANT messages by rendezvous
+expect_rndv() {
+    mpitest_merge "$1" "eager.c, $3"
+    got=$(rndv_counts)
+    case "${PSP_SHM:-1}" in
+    0) tap ok "$1: rendezvous count # SKIP shm is off (PSP_SHM=0)" ;;
+    *) if [ "$got" = "$2 $2" ]; then
+        tap ok "$1: each rank sent $2 of 3 messages by rendezvous ($3)"
+    else
+        mpitest_comment "$job.err" 6
+        tap "not ok" "$1: rendezvous sends per rank '$got', want '$2 $2' ($3)"
+    fi ;;
+    esac
+}
+
+# the first CPU this shell may use: both ranks go there
+cpu=$(taskset -c -p $$ 2>/dev/null | sed 's/.*: *//; s/[-,].*//')
+if [ -z "$cpu" ]; then
+    tap ok "oversubscribed node # SKIP no taskset"
+    mpitest_done
+fi
+
+# mpiexec with both ranks (and itself) on that CPU
+printf '#!/bin/sh\nexec taskset -c %s "%s" "$@"\n' "$cpu" "$MPIEXEC" >"$MPITEST_TMP/mpiexec1"
+chmod +x "$MPITEST_TMP/mpiexec1"
+all_cpus=$MPIEXEC
+MPIEXEC=$MPITEST_TMP/mpiexec1
+PSP_DEBUG_STATS=1 mpitest_job one_cpu 2 "$MPITEST_TMP/eager"
+expect_rndv "np=2 one CPU" 1 "oversubscribed: only 256 KiB by rendezvous"
+PSP_DEBUG_STATS=1 PSP_SHM_RENDEZVOUS=8k mpitest_job one_cpu_user 2 "$MPITEST_TMP/eager"
+expect_rndv "np=2 one CPU" 3 "PSP_SHM_RENDEZVOUS=8k set by the user wins"
+MPIEXEC=$all_cpus
+
+if [ "$(nproc)" -ge 2 ]; then
+    PSP_DEBUG_STATS=1 mpitest_job two_cpus 2 "$MPITEST_TMP/eager"
+    expect_rndv "np=2" 3 "a CPU per rank: rendezvous from 8 KiB"
+else
+    tap ok "np=2: a CPU per rank # SKIP one CPU only"
+fi
+mpitest_done
