@@ -81,6 +81,20 @@ run_one() {
     grep -E '^(lat|bw|allreduce),' "$LOGS/$tag.out" | sed "s/^/$tr,$m,$rep,/" >>"$RAW"
 }
 
+# ---- the host's state: one-way cache-line latency before every repetition ----
+# On virtual machines whose vCPUs sometimes share a core it moves 2-5x from run to run, and
+# small-message latencies of every MPI with it: compare repetitions of the same state.
+HOST=${CSV%.csv}.host.csv
+CLPP=$OUT/cacheline_pp
+gcc -O2 -o "$CLPP" "$ROOT/test/bench/cacheline_pp.c" 2>/dev/null || CLPP=
+echo "transport,rep,cacheline_ns" >"$HOST"
+host_state() { # TRANSPORT REP
+    [ -n "$CLPP" ] || return 0
+    local ns
+    ns=$("$CLPP" 200000 2>/dev/null | sed -n 's/.*one-way \([0-9.]*\) ns.*/\1/p')
+    [ -n "$ns" ] && echo "$1,$2,$ns" >>"$HOST"
+}
+
 # ---- runs, interleaved ----
 echo "transport,mpi,rep,mode,size,iters,us,MBps,np" >"$RAW"
 echo "mpi_pp: ~$TIME s per size, $REPEATS repeats, interleaved:$ACTIVE; timeout $TMO s per run"
@@ -89,6 +103,7 @@ check_idle "before the runs"
 T0=$(date +%s)
 for tr in $TRANSPORTS; do
     for rep in $(seq "$REPEATS"); do
+        host_state "$tr" "$rep"
         for m in $ACTIVE; do
             run_one "$m" "$tr" "$rep" 2 --mode all
         done
@@ -161,8 +176,10 @@ awk -F, 'NR > 1 && $4 == "lat" && $5 == 0 {
 END { for (k in b) { split(k, f, ",")
     if (f[1] == "tcp" && b[k] < 1.5) printf "WARNING: %s tcp 0-byte latency %.3f us: too fast for tcp?\n", f[2], b[k]
     if (f[1] == "shm" && b[k] > 3) printf "WARNING: %s shm 0-byte latency %.3f us: slow for shm (busy machine?)\n", f[2], b[k] } }' "$RAW"
+[ -s "$HOST" ] && awk -F, 'NR > 1 { s[$1] = s[$1] " " $3 } END {
+    for (t in s) printf "cache-line floor before each repetition, %s (ns one way):%s\n", t, s[t] }' "$HOST"
 echo
-echo "summary: $CSV; raw runs: $RAW; logs: $LOGS"
+echo "summary: $CSV; raw runs: $RAW; host state: $HOST; logs: $LOGS"
 echo "$FAILS failed runs, $WARNS warnings (transport checks: ours PSP_DEBUG_CONTYPE 'via $TRANSPORTS'," \
     "mpich UCX ep_cfg transports, openmpi by explicit --mca btl); $(($(date +%s) - T0)) s"
 [ "$FAILS" -eq 0 ]
