@@ -3,8 +3,9 @@
 # (pscom_set_oversubscribed), and shm sends messages below 128 KiB eager instead of by
 # rendezvous from 8 KiB (a rendezvous waits for the peer to be scheduled). eager.c exchanges
 # 16, 64 and 256 KiB between two ranks; PSP_DEBUG_STATS says how many each rank sent by
-# rendezvous: 3 with a CPU per rank, 1 (256 KiB) with both ranks on one CPU (taskset), 3 again
-# there when the user sets PSP_SHM_RENDEZVOUS.
+# rendezvous: 3 with a CPU per rank (also when mpiexec binds each rank to a core of its own),
+# 1 (256 KiB) with both ranks on one CPU (taskset), 3 again there when the user sets
+# PSP_SHM_RENDEZVOUS.
 . "$(dirname "$0")/mpitest.sh"
 mpitest_build eager || mpitest_done
 
@@ -49,6 +50,9 @@ MPIEXEC=$all_cpus
 if [ "$(nproc)" -ge 2 ]; then
     PSP_DEBUG_STATS=1 mpitest_job two_cpus 2 "$MPITEST_TMP/eager"
     expect_rndv "np=2" 3 "a CPU per rank: rendezvous from 8 KiB"
+    # each rank bound to a core of its own: its mask has one CPU, the launcher's all of them
+    PSP_DEBUG_STATS=1 mpitest_job bound 2 -bind-to core "$MPITEST_TMP/eager"
+    expect_rndv "np=2 -bind-to core" 3 "bound ranks are not oversubscribed"
 else
     tap ok "np=2: a CPU per rank # SKIP one CPU only"
 fi

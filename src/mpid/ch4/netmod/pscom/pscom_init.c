@@ -6,6 +6,7 @@
  */
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
+#include <unistd.h>
 
 #define EP_KEY_FMT "pscom-ep-%d"
 
@@ -20,7 +21,7 @@ static const pscom_env_row_t env_rows[] = {
      PSCOM_ENV_BOOL, &direct_connect_cfg, 0, 0},
     {"PSP_MPI_SCHED_YIELD", "-1",
      "MPI: sched_yield() when a progress poll finds nothing (1 always, 0 never, -1 only when "
-     "this node runs more ranks than this process may use CPUs)",
+     "this node runs more ranks than the job may use CPUs here)",
      PSCOM_ENV_INT, &sched_yield_cfg, -1, 1},
     {NULL, NULL, NULL, PSCOM_ENV_INT, NULL, 0, 0},
 };
@@ -42,12 +43,21 @@ static int node_processes(void)
     return n;
 }
 
-static int oversubscribed(void)
+static int cpus_allowed(pid_t pid)
 {
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) != 0)
-        return 0;
-    return node_processes() > CPU_COUNT(&set);
+    return sched_getaffinity(pid, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+/* More processes on this node than CPUs for them. A launcher that binds each rank to its own
+   CPUs (mpiexec -bind-to core, srun --cpu-bind) keeps the job's CPUs itself: so the larger of
+   our own mask and our parent's (hydra's proxy, slurmstepd), not ours alone, which would call
+   every bound job oversubscribed. */
+static int oversubscribed(void)
+{
+    int own = cpus_allowed(0), launcher = cpus_allowed(getppid());
+    int cpus = own > launcher ? own : launcher;
+    return cpus > 0 && node_processes() > cpus;
 }
 
 int MPIDI_PSCOM_init_local(int *tag_bits)
