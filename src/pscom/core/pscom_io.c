@@ -30,7 +30,11 @@ static inline void set_header(pscom_header_net_t *h, uint8_t type, size_t xlen, 
     h->reserved = 0;
 }
 
-void pscom_req_complete(pscom_req_t *req)
+/* Receiving a small message is one function (pscom_read_feed_user, and recv_whole in the
+   parser): the pieces it needs are forced inline into it. */
+#define MSG_PATH inline __attribute__((always_inline))
+
+static MSG_PATH void req_complete(pscom_req_t *req)
 {
     req->pub.state |= PSCOM_REQ_STATE_IO_DONE | PSCOM_REQ_STATE_DONE;
     if (unlikely(pscom_reactor_blocker))
@@ -41,6 +45,11 @@ void pscom_req_complete(pscom_req_t *req)
     }
     if (req->pub.ops.io_done)
         req->pub.ops.io_done(&req->pub); /* may free req */
+}
+
+void pscom_req_complete(pscom_req_t *req)
+{
+    req_complete(req);
 }
 
 static void req_fail(pscom_req_t *req, int canceled)
@@ -269,12 +278,13 @@ PSCOM_API int pscom_send_now(pscom_connection_t *connection, const void *xheader
 /* ------------------------------------------------------------------------------------------ */
 /* Receiving: matching */
 
-static inline int accepts(pscom_req_t *req, pscom_con_t *con, pscom_header_net_t *hdr)
+static MSG_PATH int accepts(pscom_req_t *req, pscom_con_t *con, pscom_header_net_t *hdr)
 {
     return !req->pub.ops.recv_accept || req->pub.ops.recv_accept(&req->pub, &con->pub, hdr);
 }
 
-static pscom_req_t *first_accepting(list_head_t *q, pscom_con_t *con, pscom_header_net_t *hdr)
+static MSG_PATH pscom_req_t *first_accepting(list_head_t *q, pscom_con_t *con,
+                                             pscom_header_net_t *hdr)
 {
     list_head_t *p;
     list_for_each(p, q)
@@ -287,7 +297,7 @@ static pscom_req_t *first_accepting(list_head_t *q, pscom_con_t *con, pscom_head
 }
 
 /* Copy the header and as much xheader as fits into the receive request. */
-static void take_header(pscom_req_t *req, pscom_con_t *con, const pscom_header_net_t *hdr)
+static MSG_PATH void take_header(pscom_req_t *req, pscom_con_t *con, const pscom_header_net_t *hdr)
 {
     size_t xlen = hdr->xheader_len;
     if (xlen > req->pub.max_xheader_len) {
@@ -296,7 +306,7 @@ static void take_header(pscom_req_t *req, pscom_con_t *con, const pscom_header_n
     }
     req->pub.header = *hdr;
     req->pub.header.xheader_len = (uint16_t)xlen;
-    memcpy(req->pub.xheader, pscom_header_xheader(hdr), xlen);
+    pscom_copy_small(req->pub.xheader, pscom_header_xheader(hdr), xlen);
     req->pub.xheader_len = xlen;
     req->pub.connection = &con->pub;
 }
@@ -305,7 +315,7 @@ static pscom_req_t *unposted_recv_req(pscom_con_t *con, pscom_header_net_t *hdr,
 
 /* The request that takes a message: posted (con or any, earliest posted first), the socket's
    default_recv hook, or a new generated request. */
-static inline pscom_req_t *find_recv_req(pscom_con_t *con, pscom_header_net_t *hdr, int rndv)
+static MSG_PATH pscom_req_t *find_recv_req(pscom_con_t *con, pscom_header_net_t *hdr, int rndv)
 {
     pscom_req_t *a = list_empty(&con->recvq) ? NULL : first_accepting(&con->recvq, con, hdr);
     pscom_req_t *b =
@@ -383,7 +393,7 @@ static void gen_finish_merge(pscom_req_t *gen, pscom_req_t *req)
     pscom_req_complete(req);
 }
 
-static void recv_done(pscom_req_t *req)
+static MSG_PATH void recv_done(pscom_req_t *req)
 {
     pscom_stats.msgs_recv++;
     if (req->pub.state & PSCOM_REQ_STATE_GRECV) {
@@ -392,7 +402,7 @@ static void recv_done(pscom_req_t *req)
             gen_finish_merge(req, req->partner);
         return;
     }
-    pscom_req_complete(req);
+    req_complete(req);
 }
 
 /* Data of the current message goes to req (NULL: discard). */
@@ -513,7 +523,8 @@ static void data_done(pscom_con_t *con)
 
 /* A user message whose data is all in this feed (small messages, eager in one piece): match,
    copy and complete at once, without the parser's per-message state. */
-static void recv_whole(pscom_con_t *con, pscom_header_net_t *hdr, const char *data, uint64_t dlen)
+static MSG_PATH void recv_whole(pscom_con_t *con, pscom_header_net_t *hdr, const char *data,
+                                uint64_t dlen)
 {
     pscom_req_t *req = find_recv_req(con, hdr, 0);
     pscom_stats.bytes_recv += dlen;
@@ -525,8 +536,7 @@ static void recv_whole(pscom_con_t *con, pscom_header_net_t *hdr, const char *da
     else
         n = dlen;
     req->pub.data_len = n;
-    if (n)
-        memcpy(req->pub.data, data, n);
+    pscom_copy_small(req->pub.data, data, n);
     recv_done(req);
 }
 
@@ -549,7 +559,7 @@ PSCOM_PLUGIN_API void pscom_read_feed_user(pscom_con_t *con, const void *xheader
     pscom_header_net_t *h = (pscom_header_net_t *)buf;
     if (likely(!con->rs.data_left && !con->rs.hlen && xlen <= sizeof(buf) - HDR_SIZE)) {
         set_header(h, MSGTYPE_USER, xlen, dlen);
-        memcpy(buf + HDR_SIZE, xheader, xlen);
+        pscom_copy_small(buf + HDR_SIZE, xheader, xlen);
         recv_whole(con, h, data, dlen);
         return;
     }

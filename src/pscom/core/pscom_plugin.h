@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 #include "pscom.h"
 
@@ -23,6 +24,30 @@
    con_default_rendezvous; 0x0103: con_closing; 0x0102: write_now; 0x0101: held sends, cma */
 #define PSCOM_PLUGIN_API_VERSION 0x0106
 #define PSCOM_HS_BLOB_MAX        512 /* largest handshake blob of one plugin */
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* memcpy of a user header or a small message's data: 4 to 16 bytes inline (two overlapping
+   loads and stores), as a libc call that costs more than the copy on the message path */
+static inline void pscom_copy_small(void *dst, const void *src, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        memcpy(&a, src, 8);
+        memcpy(&b, (const char *)src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy((char *)dst + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        memcpy(&a, src, 4);
+        memcpy(&b, (const char *)src + n - 4, 4);
+        memcpy(dst, &a, 4);
+        memcpy((char *)dst + n - 4, &b, 4);
+    } else if (n) {
+        memcpy(dst, src, n);
+    }
+}
 
 typedef struct pscom_con pscom_con_t;
 typedef struct pscom_req pscom_req_t; /* opaque to plugins */

@@ -11,9 +11,6 @@
 
 #define PSCOM_API __attribute__((visibility("default")))
 
-#define likely(x)   __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-
 /* ---- wire format ---- */
 
 #define PSCOM_WIRE_VERSION 0x51 /* in every message header and in the handshake */

@@ -82,12 +82,10 @@ static pscom_poller_t poller;
 static pscom_ufd_t efd_ufd = {.fd = -1};
 static int poller_on;
 
-/* connection ids: table index in the low ID_BITS, a generation (never 0) above: a message
-   for a closed connection whose slot was reused is dropped, not misdelivered */
-#define ID_BITS 20
-#define ID_MAX  (1u << ID_BITS)
-static uc_t **ids;
-static uint32_t n_ids, id_free, id_gen;
+#define ID_MAX (1u << UCP_ID_BITS) /* connection ids: see ucp_id_find */
+uc_t **ucp_ids;
+uint32_t ucp_n_ids;
+static uint32_t id_free, id_gen;
 
 uint64_t ucp_now_ms(void)
 {
@@ -99,40 +97,34 @@ uint64_t ucp_now_ms(void)
 static int id_add(uc_t *uc)
 {
     uint32_t i = id_free;
-    while (i < n_ids && ids[i])
+    while (i < ucp_n_ids && ucp_ids[i])
         i++;
     if (i == ID_MAX) {
         PSCOM_LOG(1, "ucp: more than %u connections in this process", ID_MAX);
         return -1;
     }
-    if (i == n_ids) {
-        uint32_t n = n_ids ? 2 * n_ids : 64;
-        uc_t **t = realloc(ids, n * sizeof(*t));
+    if (i == ucp_n_ids) {
+        uint32_t n = ucp_n_ids ? 2 * ucp_n_ids : 64;
+        uc_t **t = realloc(ucp_ids, n * sizeof(*t));
         if (!t)
             return -1;
-        memset(t + n_ids, 0, (n - n_ids) * sizeof(*t));
-        ids = t;
-        n_ids = n;
+        memset(t + ucp_n_ids, 0, (n - ucp_n_ids) * sizeof(*t));
+        ucp_ids = t;
+        ucp_n_ids = n;
     }
-    if (++id_gen >= 1u << (32 - ID_BITS))
+    if (++id_gen >= 1u << (32 - UCP_ID_BITS))
         id_gen = 1;
-    ids[i] = uc;
+    ucp_ids[i] = uc;
     id_free = i + 1;
-    uc->id = id_gen << ID_BITS | i;
+    uc->id = id_gen << UCP_ID_BITS | i;
     return 0;
-}
-
-uc_t *ucp_id_find(uint32_t id)
-{
-    uint32_t i = id & (ID_MAX - 1);
-    return i < n_ids && ids[i] && ids[i]->id == id ? ids[i] : NULL;
 }
 
 static void id_del(uc_t *uc)
 {
     uint32_t i = uc->id & (ID_MAX - 1);
-    if (i < n_ids && ids[i] == uc) {
-        ids[i] = NULL;
+    if (i < ucp_n_ids && ucp_ids[i] == uc) {
+        ucp_ids[i] = NULL;
         if (i < id_free)
             id_free = i;
     }
@@ -205,13 +197,6 @@ static void ucp_write_start(pscom_con_t *con)
     uc->busy++;
     ucp_write(uc);
     uc->busy--;
-}
-
-static int ucp_write_user_now_op(pscom_con_t *con, const void *xheader, size_t xlen,
-                                 const void *data, size_t dlen)
-{
-    uc_t *uc = pscom_con_transport_data(con);
-    return uc ? ucp_write_user_now(uc, xheader, xlen, data, dlen) : 0;
 }
 
 /* ---- progress ---- */
@@ -488,7 +473,7 @@ static int ucp_rndv_pull(pscom_con_t *con, void *dst, uint64_t remote, size_t le
 
 static const pscom_con_ops_t ucp_ops = {
     .write_start = ucp_write_start,
-    .write_user_now = ucp_write_user_now_op,
+    .write_user_now = ucp_write_user_now,
     .close = ucp_close,
     .rndv_pull = ucp_rndv_pull,
 };
@@ -694,9 +679,9 @@ static void ucp_destroy(void)
             close(uc->fd);
         free(uc);
     }
-    free(ids);
-    ids = NULL;
-    n_ids = id_free = 0;
+    free(ucp_ids);
+    ucp_ids = NULL;
+    ucp_n_ids = id_free = 0;
 }
 
 PSCOM_PLUGIN_API const pscom_plugin_t pscom_plugin_ucp = {

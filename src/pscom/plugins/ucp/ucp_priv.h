@@ -91,22 +91,27 @@ struct rx {
 };
 
 struct uc {
-    uc_t *next, *prev;   /* started connections, or closing ones */
-    uc_t *wnext, *wprev; /* work list: something to do in the next poll */
+    /* what every message looks at, in the first cache line */
     pscom_con_t *con;
     ux_ep_t *ep;
     uint32_t id, peer_id;
     uint32_t tx_seq, rx_seq;
-    tx_t *tx_done, *tx_done_tail; /* large sends UCX completed, to release to core */
-    rx_t *rx_head, *rx_tail;      /* arrived, not fed yet, by seq */
-    rx_t *rx_cur;                 /* taken from rx_head: its rendezvous payload is being fetched */
-    unsigned ops;                 /* UCX operations in flight that point into this */
+    rx_t *rx_head; /* arrived, not fed yet, by seq */
+    rx_t *rx_cur;  /* taken from rx_head: its rendezvous payload is being fetched */
+    const char *ep_err;
+    unsigned busy; /* nested calls that use it */
+    unsigned char started, dead;
+    unsigned char bye_in; /* the goodbye is in: the connection ends after message bye_seq - 1 */
+    rx_t *rx_tail;
     size_t short_ok;              /* the longest message UCX took by its short protocol */
     uint64_t full_since;          /* ms: since when short sends find no room; 0: they did not */
+    uc_t *next, *prev;            /* started connections, or closing ones */
+    uc_t *wnext, *wprev;          /* work list: something to do in the next poll */
+    tx_t *tx_done, *tx_done_tail; /* large sends UCX completed, to release to core */
+    unsigned ops;                 /* UCX operations in flight that point into this */
     pscom_ufd_t ufd;
     int fd, ufd_on;
     uint64_t hup_at; /* ms: when the handshake socket closed; 0: open */
-    const char *ep_err;
     void *close_req;
     uint64_t close_at;
     int peer_mode; /* UCX detects the peer's failure (and cancels what is in flight) */
@@ -115,17 +120,29 @@ struct uc {
     int cma_ok;    /* core's rendezvous with a process_vm_readv pull (eager endpoints) */
     unsigned char bye_buf[sizeof(ucp_bye_t)]; /* the peer's goodbye, as it arrives */
     unsigned bye_len;
-    int bye_in; /* the goodbye is in: the connection ends after message bye_seq - 1 */
     uint32_t bye_seq;
     int bye; /* ended by the goodbye (not a failure) */
-    int started, busy, dead, on_work, on_list;
+    int on_work, on_list;
 };
 
 #define container_of(p, type, member) ((type *)((char *)(p)-offsetof(type, member)))
 
 /* ucp.c */
 uint64_t ucp_now_ms(void); /* CLOCK_MONOTONIC */
-uc_t *ucp_id_find(uint32_t id);
+
+/* connection ids: table index in the low UCP_ID_BITS, a generation (never 0) above: a message
+   for a closed connection whose slot was reused is dropped, not misdelivered */
+#define UCP_ID_BITS 20
+extern uc_t **ucp_ids;
+extern uint32_t ucp_n_ids;
+
+/* inline: every arriving message looks its connection up */
+static inline uc_t *ucp_id_find(uint32_t id)
+{
+    uint32_t i = id & ((1u << UCP_ID_BITS) - 1);
+    uc_t *uc = i < ucp_n_ids ? ucp_ids[i] : NULL;
+    return uc && uc->id == id ? uc : NULL;
+}
 void ucp_work_add(uc_t *uc); /* uc has something to do in the next poll */
 /* The connection failed (no-op once it is closed): core closes it. */
 void ucp_fail(uc_t *uc, pscom_op_t op, pscom_err_t err, const char *why);
@@ -141,7 +158,8 @@ int ucp_on_recv(const void *hdr, size_t hlen, void *data, size_t len, int rndv, 
 /* Send what core has queued, as far as it goes. */
 void ucp_write(uc_t *uc);
 /* A small message from the stack, sent at once or not at all (see pscom_con_ops_t). */
-int ucp_write_user_now(uc_t *uc, const void *xheader, size_t xlen, const void *data, size_t dlen);
+int ucp_write_user_now(pscom_con_t *con, const void *xheader, size_t xlen, const void *data,
+                       size_t dlen);
 /* Handle completions and feed what arrived in order. Nonzero if anything happened. */
 int ucp_service(uc_t *uc);
 /* Queue uc for service if the peer's goodbye is in and all its messages are fed. */

@@ -176,21 +176,16 @@ int ux_efd(void)
     return ux.efd;
 }
 
-static int progressing;
+int ux_progressing;
 
 unsigned ux_progress(void)
 {
-    if (progressing)
+    if (ux_progressing)
         return 0;
-    progressing = 1;
+    ux_progressing = 1;
     unsigned n = ucp_worker_progress(ux.worker);
-    progressing = 0;
+    ux_progressing = 0;
     return n;
-}
-
-int ux_in_progress(void)
-{
-    return progressing;
 }
 
 int ux_arm(void)
@@ -310,9 +305,9 @@ int ux_send(ux_ep_t *ep, const void *hdr, size_t hlen, const void *data, size_t 
 int ux_send_now(ux_ep_t *ep, const void *hdr, size_t hlen, const void *data, size_t len,
                 const char **why)
 {
-    ucp_request_param_t p = {.op_attr_mask =
-                                 UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL,
-                             .flags = UCP_AM_SEND_FLAG_EAGER};
+    static const ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS |
+                                                          UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL,
+                                          .flags = UCP_AM_SEND_FLAG_EAGER};
     ucs_status_ptr_t r = ucp_am_send_nbx((ucp_ep_h)ep, AM_ID, hdr, hlen, data, len, &p);
     if (r == NULL)
         return 0;

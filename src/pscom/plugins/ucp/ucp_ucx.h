@@ -46,7 +46,11 @@ int ux_efd(void);
    forbids progress there) does nothing and returns 0. */
 unsigned ux_progress(void);
 /* Nonzero while ux_progress runs (inside a callback). */
-int ux_in_progress(void);
+extern int ux_progressing;
+static inline int ux_in_progress(void)
+{
+    return ux_progressing;
+}
 /* Arm the wakeup fd before blocking: 0 armed, 1 events are pending (do not block). */
 int ux_arm(void);
 
