@@ -5,11 +5,15 @@
  * messages unexpected, then accept-all receives; (c) unexpected, receives for the large tag
  * posted before those for the small tag; (d) as (c) but posted before the sends; (e) receives
  * on the connection and any-source receives posted alternately; (f) the small messages by
- * pscom_send_now where the transport takes them at once (shm, ucp: most), else by a request.
+ * pscom_send_now where the transport takes them at once (shm, ucp: most), else by a request;
+ * (g) a burst of small ones by pscom_send_now into a peer that reads nothing for a while: the
+ * transport fills up (tcp: a write that takes a message in part keeps its rest), the others
+ * are queued behind it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -18,8 +22,13 @@
 #define TAG_L  2
 #define MAXLEN (65536 + 8 * K)
 
+#define ROUND_G (6 * K) /* first sequence number of round (g): all small, 3-3.9 KB */
+#define G_WAIT  300000  /* us the receiver of round (g) leaves its connection alone */
+
 static size_t msg_len(uint64_t seq)
 {
+    if (seq >= ROUND_G)
+        return 3000 + seq % 901;
     if (seq % 2)
         return 65536 + seq;
     /* round (f): small enough for UCX's short protocol on its shared memory (93 bytes) */
@@ -28,7 +37,7 @@ static size_t msg_len(uint64_t seq)
 
 static uint32_t msg_tag(uint64_t seq)
 {
-    return seq % 2 ? TAG_L : TAG_S;
+    return seq % 2 && seq < ROUND_G ? TAG_L : TAG_S;
 }
 
 static void send_all(pscom_connection_t *con, uint64_t base, pscom_request_t **reqs)
@@ -179,6 +188,38 @@ static int child(void *arg)
         }
         tu_barrier();
         ok(finish_recvs(rreq, seq, peer), "(f) sent at once or queued: %d messages in order", K);
+    }
+
+    /* (g) a burst by pscom_send_now while the peer reads nothing: once the transport is full
+       pscom_send_now declines (a partly written message counts as sent) and the rest queue */
+    tu_phase("round g");
+    if (tu_rank == 1) {
+        int now = 0, posted = 0;
+        tu_barrier();
+        for (int i = 0; i < K; i++) {
+            uint64_t q = ROUND_G + (uint64_t)i;
+            if (tu_send_now(con, TAG_S, q, msg_len(q), TU_XH)) {
+                now++;
+                continue;
+            }
+            sreq[posted++] = tu_post_send(con, TAG_S, q, msg_len(q), TU_XH);
+        }
+        int good = 1;
+        tu_wait_all(sreq, posted);
+        for (int i = 0; i < posted; i++) {
+            good &= pscom_req_successful(sreq[i]);
+            tu_req_free(sreq[i]);
+        }
+        ok(good, "(g) burst into an idle peer: queued sends successful (%d of %d sent at once)",
+           now, K);
+    } else {
+        tu_barrier();
+        usleep(G_WAIT);
+        for (int i = 0; i < K; i++) {
+            rreq[i] = tu_post_recv(con, NULL, MAXLEN, TU_XH, -1);
+            seq[i] = ROUND_G + (uint64_t)i;
+        }
+        ok(finish_recvs(rreq, seq, peer), "(g) burst into an idle peer: %d messages in order", K);
     }
 
     return tu_finish(sock, cons, eps, con);

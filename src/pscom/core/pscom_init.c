@@ -193,10 +193,11 @@ static void print_stats(void)
               (unsigned long long)s->rndv_pull, (unsigned long long)s->rndv_sw_fallback);
     pscom_log(0,
               "stats: connections opened %llu failed %llu garbage %llu, blocked waits %llu, "
-              "shm ring full %llu doorbells %llu",
+              "shm ring full %llu doorbells %llu, tcp short writes %llu",
               (unsigned long long)s->cons_opened, (unsigned long long)s->cons_failed,
               (unsigned long long)s->garbage_cons, (unsigned long long)s->progress_blocks,
-              (unsigned long long)s->shm_ring_full, (unsigned long long)s->shm_doorbells);
+              (unsigned long long)s->shm_ring_full, (unsigned long long)s->shm_doorbells,
+              (unsigned long long)s->tcp_short_writes);
 }
 
 static pscom_err_t init_common(int version, int threaded)

@@ -214,6 +214,7 @@ typedef struct pscom_stats {
     uint64_t eager_unexpected, rndv_sent, rndv_recv, rndv_pull, rndv_sw_fallback;
     uint64_t cons_opened, cons_failed, progress_blocks, garbage_cons;
     uint64_t shm_ring_full, shm_doorbells;
+    uint64_t tcp_short_writes; /* write_now took a message in part (the socket was full) */
 } pscom_stats_t;
 extern PSCOM_PLUGIN_API pscom_stats_t pscom_stats;
 
