@@ -81,18 +81,13 @@ run_one() {
     grep -E '^(lat|bw|allreduce),' "$LOGS/$tag.out" | sed "s/^/$tr,$m,$rep,/" >>"$RAW"
 }
 
-# ---- the host's state: one-way cache-line latency before every repetition ----
-# On virtual machines whose vCPUs sometimes share a core it moves 2-5x from run to run, and
-# small-message latencies of every MPI with it: compare repetitions of the same state.
+# ---- the host's state: one-way cache-line latency before every repetition (lib.sh) ----
 HOST=${CSV%.csv}.host.csv
-CLPP=$OUT/cacheline_pp
-gcc -O2 -o "$CLPP" "$ROOT/test/bench/cacheline_pp.c" 2>/dev/null || CLPP=
 echo "transport,rep,cacheline_ns" >"$HOST"
 host_state() { # TRANSPORT REP
-    [ -n "$CLPP" ] || return 0
     local ns
-    ns=$("$CLPP" 200000 2>/dev/null | sed -n 's/.*one-way \([0-9.]*\) ns.*/\1/p')
-    [ -n "$ns" ] && echo "$1,$2,$ns" >>"$HOST"
+    ns=$(cacheline_ns)
+    [ -z "$ns" ] || echo "$1,$2,$ns" >>"$HOST"
 }
 
 # ---- runs, interleaved ----

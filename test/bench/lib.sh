@@ -15,6 +15,8 @@
 #                            (see README.md), 0: none (nothing that slows start-up); output in
 #                            $LOGS/TAG.out and .err, seconds of the whole mpiexec in WALL
 #   check_idle WHEN          print the CPU use of the whole machine over 1 s (warn above 15%)
+#   cacheline_ns             the host's one-way cache-line latency now, in ns (nothing if it
+#                            cannot be measured); builds $OUT/cacheline_pp when needed
 #   warn MSG                 print a WARNING, count it in WARNS (FAILS counts failed runs)
 
 OURS_PREFIX=${OURS_PREFIX:-$ROOT/install}
@@ -181,4 +183,15 @@ bench_run() {
     esac
     [ -n "$odd" ] && { warn "$tag: unexpected output:"; echo "$odd" | head -5 | sed 's/^/    /'; }
     return 0
+}
+
+# On virtual machines whose vCPUs sometimes share a core the one-way cache-line latency moves
+# 2-5x from run to run (65 vs 250 ns), and every MPI's small-message latency with it: results
+# are comparable within one state only.
+cacheline_ns() {
+    local b=$OUT/cacheline_pp src=$ROOT/test/bench/cacheline_pp.c
+    if [ ! -x "$b" ] || [ "$src" -nt "$b" ]; then
+        gcc -O2 -o "$b" "$src" 2>/dev/null || return 0
+    fi
+    "$b" 200000 2>/dev/null | sed -n 's/.*one-way \([0-9.]*\) ns.*/\1/p'
 }

@@ -154,7 +154,9 @@ else
         echo "    note: keeping the $n measurements that $1 printed before it failed"
     }
     run_pt2pt() { # m tr rep
-        local m=$1 tr=$2 rep=$3 tag=$2.pt2pt.$1.$3
+        local m=$1 tr=$2 rep=$3 tag=$2.pt2pt.$1.$3 ns
+        ns=$(cacheline_ns) # the host's state before each run (lib.sh): see host.csv
+        [ -z "$ns" ] || echo "$tr,$m,$rep,$ns" >>"$HOST"
         bench_run "$m" "$tr" "$tag" 2 1 "$OUT/mpi_pp.$m" --csv --time "$TIME" \
             --mode lat,bw,bibw,rate --lat-sizes "$PP_SIZES" --bw-sizes "$BW_SIZES" \
             --rate-sizes "$RATE_SIZE" || keep_partial "$tag" || return
@@ -186,6 +188,8 @@ else
             END { printf "%s,rss,0,%d,%.1f\n", p, np, max / 1024 }' "$LOGS/$tag.out" >>"$RAW"
     }
 
+    HOST=$RES/host.csv
+    echo "transport,mpi,rep,cacheline_ns" >"$HOST"
     echo "interleaved:$ACTIVE; parts: $PARTS; transports: $TRANSPORTS; logs: $LOGS"
     check_idle "before the runs"
     T0=$(date +%s)
@@ -300,6 +304,41 @@ NR == 1 { next }
     verdict = r == "" ? "" : (hb ? r >= 1.1 : r <= 0.9) ? "  better" : (hb ? r <= 0.9 : r >= 1.1) ? "  WORSE" : "  ~"
     printf " %9s%s\n", r == "" ? "-" : sprintf(r < 0.1 ? "%.3f" : "%.2f", r), verdict
 }' "$SUM" >>"$RES/summary.txt"
+# small-message latency per repetition with the host's state before each run (host.csv): on a
+# host whose vCPUs move between sharing a core and not, only runs of one state compare
+if [ -s "$RES/host.csv" ]; then
+    awk -F, -v mpis="$ACTIVE" '
+    BEGIN { nm = split(mpis, M, " ") }
+    FNR == 1 { next }
+    FILENAME ~ /host.csv$/ { fl[$1, $2, $3] = $4; next }
+    $4 == "lat" && ($5 == 0 || $5 == 1024) && $6 == 2 {
+        k = $1 SUBSEP $5 SUBSEP $3
+        if (!(k in seen)) { seen[k] = 1; keys[++n] = k }
+        v[k, $2] = $7
+    }
+    END {
+        if (!n) exit
+        print "\n== small-message latency per repetition, us (cache-line floor before the run, ns);"
+        print "   ours / the best peer whose run found the host in the same state as ours (floor"
+        print "   below or above 150 ns)"
+        for (j = 1; j <= n; j++) {
+            split(keys[j], f, SUBSEP)
+            line = sprintf("%-4s lat %-6s rep %s:", f[1], f[2] == 0 ? "0 B" : "1 KiB", f[3])
+            ours = ""; oc = ""
+            if ((keys[j], "ours") in v) { ours = v[keys[j], "ours"]; oc = fl[f[1], "ours", f[3]] }
+            best = ""; bm = ""
+            for (i = 1; i <= nm; i++) {
+                if (!((keys[j], M[i]) in v)) continue
+                x = v[keys[j], M[i]]; c = fl[f[1], M[i], f[3]]
+                line = line sprintf("  %s %s (%s)", M[i], x, c == "" ? "?" : int(c + 0.5))
+                if (M[i] == "ours" || c == "" || oc == "" || (c + 0 < 150) != (oc + 0 < 150)) continue
+                if (best == "" || x + 0 < best + 0) { best = x; bm = M[i] }
+            }
+            if (ours != "" && best != "") line = line sprintf("  ours/%s %.2f", bm, ours / best)
+            print line
+        }
+    }' "$RES/host.csv" "$RAW" >>"$RES/summary.txt"
+fi
 echo
 cat "$RES/summary.txt"
 
