@@ -19,10 +19,12 @@
 #include <unistd.h>
 #include "pscom_priv.h"
 
+extern const pscom_plugin_t pscom_plugin_loop;
 extern const pscom_plugin_t pscom_plugin_shm;
 extern const pscom_plugin_t pscom_plugin_tcp;
 
-static const pscom_plugin_t *const builtin[] = {&pscom_plugin_shm, &pscom_plugin_tcp};
+static const pscom_plugin_t *const builtin[] = {&pscom_plugin_loop, &pscom_plugin_shm,
+                                                &pscom_plugin_tcp};
 /* transports that live in their own library, with the priority they declare: always listed
    (pscom_info says why one is missing), loaded on first use. Any other libpscom4<name>.so
    found in the plugin directories is added and loaded at init (its priority is not known). */
