@@ -5,13 +5,13 @@
  * into the matched receive. Before, such messages took the first transport that served the
  * peer: a shm ring, or with shm off a TCP round trip through the kernel's loopback.
  *
- * The handshake still runs over TCP, once: the offer names a token that only this process
- * knows (a peer elsewhere that happens to have our pid is declined), and the handshake socket is
- * closed at start, as nothing can fail between the ends but the process itself.
+ * The handshake still runs over TCP, once: both sides take a peer on this node with this pid
+ * (core's handshake identity), and the offer's token names which of this process's pending
+ * offers the accepting end pairs with. The handshake socket is closed at start, as nothing can
+ * fail between the ends but the process itself.
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "pscom_plugin.h"
 
@@ -19,7 +19,7 @@
 
 typedef struct {
     uint32_t magic;
-    int32_t pid;
+    uint32_t pad;
     uint64_t token;
 } loop_offer_t;
 
@@ -102,9 +102,7 @@ static int loop_poll(pscom_poller_t *p)
         made |= flush(e);
         e->busy--;
         if (e->dead)
-            end_free(e);
-        else if (e->peer && !e->peer->started && pscom_write_pending(e->con))
-            queue_out(e); /* the other end is not started yet */
+            end_free(e); /* what waits for an end not started yet: loop_start queues it */
     }
     return made;
 }
@@ -137,27 +135,25 @@ static const pscom_con_ops_t loop_ops = {
     .close = loop_close,
 };
 
-static uint64_t new_token(loop_end_t *e)
+/* The peer is this process (what its handshake said about itself). */
+static int is_self(pscom_con_t *con)
 {
-    static uint64_t counter;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    return (t ^ (uint64_t)(uintptr_t)e) * 0x9e3779b97f4a7c15ull + ++counter;
+    return pscom_con_peer_pid(con) == getpid() && pscom_con_peer_same_node(con);
 }
 
 static int loop_offer(pscom_con_t *con, void *blob, size_t *len)
 {
-    if (pscom_con_peer_pid(con) != getpid() || !pscom_con_peer_same_node(con))
+    static uint64_t tokens;
+    if (!is_self(con))
         return -1;
     loop_end_t *e = calloc(1, sizeof(*e));
     if (!e)
         return -1;
     e->con = con;
-    e->token = new_token(e);
+    e->token = ++tokens;
     e->next_wait = offers;
     offers = e;
-    loop_offer_t o = {.magic = LOOP_MAGIC, .pid = getpid(), .token = e->token};
+    loop_offer_t o = {.magic = LOOP_MAGIC, .token = e->token};
     memcpy(blob, &o, sizeof(o));
     *len = sizeof(o);
     pscom_con_set_transport(con, NULL, e); /* pending until start or abort */
@@ -169,16 +165,16 @@ static int loop_accept(pscom_con_t *con, const void *offer, size_t offer_len, vo
 {
     loop_offer_t o;
     *len = 0;
-    if (offer_len != sizeof(o))
+    if (!is_self(con) || offer_len != sizeof(o))
         return -1;
     memcpy(&o, offer, sizeof(o));
-    if (o.magic != LOOP_MAGIC || o.pid != getpid())
+    if (o.magic != LOOP_MAGIC)
         return -1;
     loop_end_t *a = offers;
     while (a && (a->token != o.token || a->peer))
         a = a->next_wait;
     if (!a)
-        return -1; /* not an offer of ours: another host's process with our pid */
+        return -1; /* no such offer pending here */
     loop_end_t *b = calloc(1, sizeof(*b));
     if (!b)
         return -1;

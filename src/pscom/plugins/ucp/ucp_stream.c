@@ -139,17 +139,19 @@ int ucp_on_recv(const void *hdr, size_t hlen, void *data, size_t len, int rndv, 
     if (likely(hlen == 0 && !rndv && len >= sizeof(h))) { /* short: our header leads the data */
         memcpy(&h, data, sizeof(h));
         /* the common case on its own path: a small user message that core takes now */
-        uc_t *uc = ucp_id_find(h.id);
-        const char *x = (const char *)data + sizeof(h);
-        size_t n = len - sizeof(h);
-        if (likely(h.kind == K_USER && uc && h.xlen <= n && feedable(uc, h.seq))) {
-            uc->rx_seq++;
-            uc->busy++;
-            pscom_read_feed_user(uc->con, x, h.xlen, x + h.xlen, n - h.xlen);
-            uc->busy--;
-            if (unlikely(uc->dead || uc->bye_in))
-                fed(uc);
-            return 0;
+        if (likely(h.kind == K_USER)) {
+            uc_t *uc = ucp_id_find(h.id);
+            const char *x = (const char *)data + sizeof(h);
+            size_t n = len - sizeof(h);
+            if (likely(uc && h.xlen <= n && feedable(uc, h.seq))) {
+                uc->rx_seq++;
+                uc->busy++;
+                pscom_read_feed_user(uc->con, x, h.xlen, x + h.xlen, n - h.xlen);
+                uc->busy--;
+                if (unlikely(uc->dead || uc->bye_in))
+                    fed(uc);
+                return 0;
+            }
         }
         size_t lead = h.kind == K_DATA ? sizeof(ucp_data_hdr_t) : sizeof(h);
         if (len >= lead) {
