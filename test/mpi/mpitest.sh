@@ -37,7 +37,11 @@ tap() { # STATUS DESCRIPTION: one TAP line, numbered
     echo "$1 $mpitest_n - $2"
     case "$1 $2" in
     "not ok"*"# TODO"*) ;;
-    "not ok"*) mpitest_failed=$((mpitest_failed + 1)) ;;
+    "not ok"*)
+        mpitest_failed=$((mpitest_failed + 1))
+        # prove shows a test's stderr, not its TAP: a CI log then still says what failed
+        echo "${0##*/}: $1 $mpitest_n - $2" >&2
+        ;;
     esac
 }
 
@@ -50,6 +54,13 @@ mpitest_done() { # print the plan and exit: 1 if anything failed (make hello rel
 mpitest_comment() { # FILE [LINES]: the end of a file as TAP comments
     [ -s "$1" ] && tail -n "${2:-8}" "$1" | sed 's/^/# /'
     return 0
+}
+
+mpitest_to_both() { # lines to stdout (the TAP) and stderr (what prove shows of a failed test)
+    while IFS= read -r mpitest_l; do
+        printf '%s\n' "$mpitest_l"
+        printf '%s\n' "$mpitest_l" >&2
+    done
 }
 
 mpitest_build() { # NAME [CFLAGS...]: test/mpi/NAME.c -> $MPITEST_TMP/NAME, else a "not ok"
@@ -160,7 +171,7 @@ mpitest_merge() {
     fi
     [ -z "$job_left" ] || mpitest_why="${mpitest_why:+$mpitest_why, }processes left: $job_left"
     if [ -n "$mpitest_why" ]; then
-        mpitest_comment "$job.err" 12
+        mpitest_comment "$job.err" 12 | mpitest_to_both
         tap "not ok" "$mpitest_label: $2 job: $mpitest_why"
     elif [ -n "$mpitest_skip" ]; then
         tap "ok" "$mpitest_label: $2 # $mpitest_skip"

@@ -40,12 +40,23 @@ tap_ok() {
         echo "ok $_n - $2"
     else
         echo "not ok $_n - $2"
+        # prove shows a test's stderr, not its TAP: a CI log then still says what failed
+        echo "${0##*/}: not ok $_n - $2" >&2
         _failed=$((_failed + 1))
     fi
 }
 
 tap_diag() {
     sed 's/^/# /'
+}
+
+# to_both: lines to stdout (the TAP) and stderr (what prove shows of a failed test)
+to_both() {
+    local l
+    while IFS= read -r l; do
+        printf '%s\n' "$l"
+        printf '%s\n' "$l" >&2
+    done
 }
 
 # tap_skip TEXT WHY: one skipped result
@@ -126,8 +137,10 @@ run_case() {
         tap_ok 1 "[$label] $prog $* ran its whole plan ($seen of $plan)"
     fi
     if [ "$rc" != 0 ] || [ "$inner_failed" != 0 ]; then
-        echo "# [$label] stderr of $prog (last 40 lines of $log):"
-        tail -n 40 "$log" | tap_diag
+        {
+            echo "[$label] stderr of $prog (last 40 lines of $log):"
+            tail -n 40 "$log"
+        } | tap_diag | to_both
     fi
 }
 
