@@ -74,9 +74,9 @@ struct shm_con {
 
 /* The connecting side's offer: where its pair lies (same node, so native layout). */
 /* offer versions: 1 a segment per connection, no magic; 2 slots freed by length; 3 slots
-   published by seq; 4 slots a line apart (shm_slot_stride) */
+   published by seq; 4 slots a line apart (shm_slot_stride); 5 copy jobs say who pulls */
 #define SHM_OFFER_MAGIC   0x4f6d6873u /* "shmO" */
-#define SHM_OFFER_VERSION 4u
+#define SHM_OFFER_VERSION 5u
 
 typedef struct shm_offer {
     uint32_t magic;
@@ -385,7 +385,8 @@ static int shm_rndv_pull(pscom_con_t *con, void *dst, uint64_t remote, size_t le
     shm_con_t *sc = pscom_con_transport_data(con);
     if (!sc->cma_ok)
         return -1;
-    if (shm_copy_pull(&sc->in->job, pscom_con_peer_pid(con), dst, remote, len, cfg.split) == 0)
+    if (shm_copy_pull(&sc->in->job, &sc->out->job, pscom_con_peer_pid(con), dst, remote, len,
+                      cfg.split) == 0)
         return 0;
     if (errno == EPERM || errno == ENOSYS || errno == EACCES) {
         sc->cma_ok = 0;

@@ -40,11 +40,25 @@ static uint64_t wait_done(shm_copy_job_t *job, pid_t peer, uint64_t want)
     }
 }
 
-int shm_copy_pull(shm_copy_job_t *job, pid_t peer, void *dst, uint64_t src, size_t len,
-                  size_t min_split)
+static int pull_split(shm_copy_job_t *job, pid_t peer, void *dst, uint64_t src, size_t len);
+
+int shm_copy_pull(shm_copy_job_t *job, const shm_copy_job_t *reverse, pid_t peer, void *dst,
+                  uint64_t src, size_t len, size_t min_split)
 {
     if (!min_split || len < min_split || len < 2 * (size_t)CHUNK_MIN)
         return shm_cma_read(peer, dst, src, len);
+    /* Dekker: of two pulls that start together, at least one sees the other (seq_cst) */
+    atomic_store(&job->pulling, 1);
+    int rc = atomic_load(&reverse->pulling) ? shm_cma_read(peer, dst, src, len)
+                                            : pull_split(job, peer, dst, src, len);
+    int err = errno;
+    atomic_store_explicit(&job->pulling, 0, memory_order_release);
+    errno = err;
+    return rc;
+}
+
+static int pull_split(shm_copy_job_t *job, pid_t peer, void *dst, uint64_t src, size_t len)
+{
     uint64_t chunk = CHUNK_MIN;
     while ((len + chunk - 1) / chunk > MAX_CHUNKS)
         chunk *= 2;
