@@ -417,6 +417,154 @@ static int test_allreduce_sizes(void)
     return ok;
 }
 
+/* Allreduce on 2 ranks, where the netmod takes every size (its own reduction loops, the user's
+   send buffer sent as it is, segments of 1 MiB): every builtin type and operation it has a loop
+   for, and some it has none for, must give bit for bit what the C expression gives for our
+   data and the partner's (mine OP theirs; MAX as mine > theirs ? mine : theirs, MPICH's
+   MPL_MAX, with NaNs in the data), in place or not, for counts around the vector blocks, the
+   eager limit and the segment size. MPI_Reduce_local must agree (MPICH 4.0.2 compared unsigned
+   integers as signed ones: maint/patches/0009). */
+static void fill(void *buf, MPI_Datatype dt, int count, int rank, int salt)
+{
+    for (int i = 0; i < count; i++) {
+        long v = (long)((i * 2654435761u + (unsigned)rank * 40503u + (unsigned)salt) % 2001) - 1000;
+        if (dt == MPI_DOUBLE)
+            ((double *)buf)[i] = i % 97 == 5 ? __builtin_nan("") : v / 7.0 + rank * 1e-9;
+        else if (dt == MPI_FLOAT)
+            ((float *)buf)[i] = i % 89 == 3 ? __builtin_nanf("") : (float)v / 3.0f;
+        else if (dt == MPI_INT || dt == MPI_INT32_T)
+            ((int *)buf)[i] = (int)((unsigned)v * 2147483u + (unsigned)rank);
+        else if (dt == MPI_UNSIGNED)
+            ((unsigned *)buf)[i] = (unsigned)v * 4000037u;
+        else if (dt == MPI_LONG || dt == MPI_INT64_T)
+            ((long *)buf)[i] = v * 9007199254740993L + rank;
+        else if (dt == MPI_UNSIGNED_LONG)
+            ((unsigned long *)buf)[i] = (unsigned long)v * 0x9e3779b97f4a7c15ul;
+        else if (dt == MPI_SHORT)
+            ((short *)buf)[i] = (short)(v * 31);
+    }
+}
+
+/* out = mine OP theirs in plain C; integer sums and products wrap (unsigned arithmetic) */
+#define REF_LOOP(T, UT, EXPR)                                                                    \
+    for (int i = 0; i < n; i++) {                                                                \
+        T x = ((const T *)mine)[i], y = ((const T *)theirs)[i];                                  \
+        ((T *)out)[i] = (T)(EXPR);                                                               \
+        (void)sizeof(UT);                                                                        \
+    }
+#define REF_ARITH(T, UT)                                                                         \
+    if (op == MPI_SUM)                                                                           \
+        REF_LOOP(T, UT, (UT)x + (UT)y)                                                           \
+    else if (op == MPI_PROD)                                                                     \
+        REF_LOOP(T, UT, (UT)x * (UT)y)                                                           \
+    else if (op == MPI_MAX)                                                                      \
+        REF_LOOP(T, UT, x > y ? x : y)                                                           \
+    else if (op == MPI_MIN)                                                                      \
+        REF_LOOP(T, UT, x < y ? x : y)
+#define REF_INT(T, UT)                                                                           \
+    REF_ARITH(T, UT)                                                                             \
+    else if (op == MPI_BAND) REF_LOOP(T, UT, x & y)                                              \
+    else if (op == MPI_BOR) REF_LOOP(T, UT, x | y)                                               \
+    else if (op == MPI_BXOR) REF_LOOP(T, UT, x ^ y)                                              \
+    else if (op == MPI_LAND) REF_LOOP(T, UT, x && y)
+
+static void reference(void *out, const void *mine, const void *theirs, int n, MPI_Datatype dt,
+                      MPI_Op op)
+{
+    if (dt == MPI_DOUBLE) {
+        REF_ARITH(double, double)
+    } else if (dt == MPI_FLOAT) {
+        REF_ARITH(float, float)
+    } else if (dt == MPI_INT || dt == MPI_INT32_T) {
+        REF_INT(int, unsigned)
+    } else if (dt == MPI_UNSIGNED) {
+        REF_INT(unsigned, unsigned)
+    } else if (dt == MPI_LONG || dt == MPI_INT64_T) {
+        REF_INT(long, unsigned long)
+    } else if (dt == MPI_UNSIGNED_LONG) {
+        REF_INT(unsigned long, unsigned long)
+    } else if (dt == MPI_SHORT) {
+        REF_INT(short, unsigned short)
+    }
+}
+
+static int test_allreduce_two(void)
+{
+    int rank, ok = 1;
+    MPI_Comm c = first_ranks(2, &rank);
+    if (c == MPI_COMM_NULL)
+        return 1;
+    int n;
+    MPI_Comm_size(c, &n);
+    if (n < 2) {
+        MPI_Comm_free(&c);
+        return 1;
+    }
+    static const MPI_Datatype types[] = {MPI_DOUBLE,   MPI_FLOAT, MPI_INT,
+                                         MPI_UNSIGNED, MPI_LONG,  MPI_UNSIGNED_LONG,
+                                         MPI_INT32_T,  MPI_INT64_T, MPI_SHORT};
+    static const MPI_Op ops[] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN,
+                                 MPI_BAND, MPI_BOR, MPI_BXOR, MPI_LAND};
+    enum { SEG = 1 << 20, BIG = 2 * (SEG / 8) + 3 }; /* doubles: two segments and a bit */
+    static const int counts[] = {1, 17, 1000, 40000, BIG};
+    size_t cap = (size_t)BIG * 8;
+    char *mine = malloc(cap), *theirs = malloc(cap), *want = malloc(cap), *got = malloc(cap);
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+        int tsize;
+        MPI_Type_size(types[t], &tsize);
+        int flt = types[t] == MPI_DOUBLE || types[t] == MPI_FLOAT;
+        for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+            int bitwise = o >= 4;
+            if (flt && bitwise)
+                continue;
+            for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+                int cnt = counts[k];
+                /* the largest count for a few pairs only: the suite runs on 2 cores */
+                if (cnt == BIG && !(o == 0 && (t == 0 || t == 2)) && !(o == 2 && t == 1))
+                    continue;
+                if ((size_t)cnt * (size_t)tsize > cap)
+                    continue;
+                size_t len = (size_t)cnt * (size_t)tsize;
+                fill(theirs, types[t], cnt, 1 - rank, (int)(t * 8 + o));
+                fill(mine, types[t], cnt, rank, (int)(t * 8 + o));
+                reference(want, mine, theirs, cnt, types[t], ops[o]);
+                if (cnt < 1000) { /* MPICH's own reduction, for the small counts */
+                    memcpy(got, mine, len);
+                    MPI_Reduce_local(theirs, got, cnt, types[t], ops[o]);
+                    if (memcmp(got, want, len) != 0) {
+                        if (ok)
+                            printf("# rank %d: MPI_Reduce_local of %d elements (type %zu, op %zu) "
+                                   "differs from C\n",
+                                   wrank, cnt, t, o);
+                        ok = 0;
+                    }
+                }
+                memset(got, 0x5a, len);
+                int in_place = k % 2;
+                if (in_place) {
+                    memcpy(got, mine, len);
+                    MPI_Allreduce(MPI_IN_PLACE, got, cnt, types[t], ops[o], c);
+                } else {
+                    MPI_Allreduce(mine, got, cnt, types[t], ops[o], c);
+                }
+                if (memcmp(got, want, len) != 0) {
+                    if (ok)
+                        printf("# rank %d: Allreduce of %d elements (type %zu, op %zu%s) differs "
+                               "from C\n",
+                               wrank, cnt, t, o, in_place ? ", in place" : "");
+                    ok = 0;
+                }
+            }
+        }
+    }
+    free(mine);
+    free(theirs);
+    free(want);
+    free(got);
+    MPI_Comm_free(&c);
+    return ok;
+}
+
 /* Barrier and Bcast on every communicator size 1..world, Bcast from every root around the
    netmod's small-message limit (12 KiB), and a Bcast whose counts differ between the ranks:
    every non-root must report it (MPI_ERRORS_RETURN), nobody may hang. */
@@ -768,7 +916,7 @@ int main(int argc, char **argv)
                     &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     if (wrank == 0)
-        printf("1..15\n");
+        printf("1..16\n");
     MPI_Comm w = MPI_COMM_WORLD;
     check(test_barrier(w), "MPI_Barrier / MPI_Ibarrier: nobody leaves before the last enters");
     check(test_bcast(w), "MPI_Bcast from every root, 40 B and 1 MiB");
@@ -781,6 +929,8 @@ int main(int argc, char **argv)
                              "BXOR MINLOC MAX, MPI_IN_PLACE, 800 KB");
     check(test_allreduce_sizes(), "MPI_Allreduce on every communicator size up to the world's, "
                                   "0 to 2400 B, same bits everywhere");
+    check(test_allreduce_two(), "MPI_Allreduce on 2 ranks: 9 types x 8 operations, 4 B to 2 MiB, "
+                                "in place or not, bit for bit as in C, also MPI_Reduce_local");
     check(test_small_sizes(), "MPI_Barrier / MPI_Bcast on every communicator size up to the "
                               "world's, 0 to 12 KiB from every root, vector vs. int layouts; "
                               "mismatched counts fail");

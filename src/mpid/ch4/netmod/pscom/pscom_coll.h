@@ -46,35 +46,45 @@ int MPIDI_PSCOM_msa_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Dataty
                              void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                              MPIR_Comm *comm, MPIR_Errflag_t *errflag);
 
-/* pscom_coll_small.c: Allreduce of at most this many bytes, ahead of ch4's algorithm search
-   (maint/patches/0007); the stack holds the partner's data */
+/* pscom_coll_small.c: Allreduce by recursive doubling straight over pscom, ahead of ch4's
+   algorithm search (maint/patches/0007): of at most this many bytes on any number of ranks
+   (the partner's data on the stack), and of any size on 2 ranks, where it sends as many bytes
+   as any algorithm in one step instead of MPICH's two, and sends the user's send buffer as it
+   is (the partner's data through a kept buffer, in segments) */
 #define MPIDI_PSCOM_ALLREDUCE_SMALL_MAX 1024
-int MPIDI_PSCOM_allreduce_small(const void *sendbuf, void *recvbuf, MPI_Aint count,
-                                MPI_Datatype datatype, MPI_Op op, MPIR_Comm *comm,
-                                MPIR_Errflag_t *errflag);
+int MPIDI_PSCOM_allreduce_direct(const void *sendbuf, void *recvbuf, MPI_Aint count,
+                                 MPI_Datatype datatype, MPI_Op op, MPIR_Comm *comm,
+                                 MPIR_Errflag_t *errflag);
 
 /* Builtin type and operation (so: contiguous, commutative; every rank passes the same count and
    type to a reduction), an intracommunicator, no algorithm chosen by the user, MSA hooks off.
    Only what is the same on every rank: device memory and the thread level, which may differ
    between ranks, are dealt with inside (staging; the wait lets the global lock go). */
-MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_allreduce_small_ok(const void *sendbuf, void *recvbuf,
-                                                            MPI_Aint count, MPI_Datatype datatype,
-                                                            MPI_Op op, MPIR_Comm *comm)
+MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_allreduce_direct_ok(const void *sendbuf, void *recvbuf,
+                                                             MPI_Aint count,
+                                                             MPI_Datatype datatype, MPI_Op op,
+                                                             MPIR_Comm *comm)
 {
     (void)sendbuf;
     (void)recvbuf;
     return HANDLE_IS_BUILTIN(datatype) && HANDLE_IS_BUILTIN(op) && count >= 0 &&
            MPIR_Datatype_get_basic_size(datatype) > 0 &&
-           count <= MPIDI_PSCOM_ALLREDUCE_SMALL_MAX / MPIR_Datatype_get_basic_size(datatype) &&
+           (comm->local_size == 2 ||
+            count <= MPIDI_PSCOM_ALLREDUCE_SMALL_MAX / MPIR_Datatype_get_basic_size(datatype)) &&
            comm->comm_kind == MPIR_COMM_KIND__INTRACOMM &&
            MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM == MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM_auto &&
            !MPIDI_PSCOM_msa.coll_hooks;
 }
 
+/* pscom_reduce.c: out = mine OP theirs (out may be mine; theirs is apart from both), with
+   vectorized loops for the common builtin types and operations, else MPIR_Reduce_local */
+int MPIDI_PSCOM_reduce(void *out, const void *mine, const void *theirs, MPI_Aint count,
+                       MPI_Datatype datatype, MPI_Op op);
+
 void MPIDI_PSCOM_coll_small_finalize(void); /* frees the requests it keeps */
 
-#define MPIDI_NM_ALLREDUCE_SHORTCUT MPIDI_PSCOM_allreduce_small_ok
-#define MPIDI_NM_allreduce_shortcut MPIDI_PSCOM_allreduce_small
+#define MPIDI_NM_ALLREDUCE_SHORTCUT MPIDI_PSCOM_allreduce_direct_ok
+#define MPIDI_NM_allreduce_shortcut MPIDI_PSCOM_allreduce_direct
 
 /* Barrier and Bcast ahead of ch4's search (maint/patches/0008): flat algorithms, so only where
    MPICH's node-aware ones gain nothing: a communicator within one node, or a small one. The
