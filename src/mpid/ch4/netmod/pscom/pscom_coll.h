@@ -61,9 +61,8 @@ int MPIDI_PSCOM_allreduce_direct(const void *sendbuf, void *recvbuf, MPI_Aint co
    Only what is the same on every rank: device memory and the thread level, which may differ
    between ranks, are dealt with inside (staging; the wait lets the global lock go). */
 MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_allreduce_direct_ok(const void *sendbuf, void *recvbuf,
-                                                             MPI_Aint count,
-                                                             MPI_Datatype datatype, MPI_Op op,
-                                                             MPIR_Comm *comm)
+                                                             MPI_Aint count, MPI_Datatype datatype,
+                                                             MPI_Op op, MPIR_Comm *comm)
 {
     (void)sendbuf;
     (void)recvbuf;

@@ -344,8 +344,7 @@ int MPIDI_PSCOM_allreduce_direct(const void *sendbuf, void *recvbuf, MPI_Aint co
         MPI_Aint n = MPL_MIN(per_segment, count - done);
         size_t off = (size_t)done * (size_t)type_size;
         x.len = (size_t)n * (size_t)type_size;
-        err = allreduce_segment(&x, (const char *)in + off, (char *)recvbuf + off, n, datatype,
-                                op);
+        err = allreduce_segment(&x, (const char *)in + off, (char *)recvbuf + off, n, datatype, op);
         if (err && !mpi_errno)
             mpi_errno = err; /* the others still wait for our parts */
     }
