@@ -565,6 +565,79 @@ static int test_allreduce_two(void)
     return ok;
 }
 
+/* Allgather on 2 ranks, where the netmod exchanges the blocks itself: eager and rendezvous
+   sizes, in place, and layouts that differ between the two sides and between the ranks (a
+   strided send or receive type against a contiguous one of the same signature). */
+static int allgather_two_case(MPI_Comm c, int rank, int n, int send_strided, int recv_strided,
+                              int in_place)
+{
+    int ok = 1;
+    /* strided: every other int of 2n */
+    MPI_Datatype vec;
+    MPI_Type_vector(n, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    int *sbuf = malloc(sizeof(int) * 2 * (size_t)n + 1);
+    int *rbuf = malloc(sizeof(int) * 4 * (size_t)n + 1);
+    for (int i = 0; i < 2 * n; i++)
+        sbuf[i] = send_strided && (i & 1) ? -7 : val(rank, send_strided ? i / 2 : i);
+    for (int i = 0; i < 4 * n; i++)
+        rbuf[i] = -1;
+    /* receive block b, element i: at b * n + i, or strided at 2 * (b * n + i): a vector of n
+       ints has the extent of 2n - 1 ints, resized to 2n for the receive side */
+    int rstride = recv_strided ? 2 : 1;
+    MPI_Datatype rvec;
+    MPI_Type_create_resized(vec, 0, (MPI_Aint)(2 * (size_t)n * sizeof(int)), &rvec);
+    MPI_Type_commit(&rvec);
+    if (in_place) {
+        for (int i = 0; i < n; i++)
+            rbuf[rstride * (rank * n + i)] = val(rank, i);
+        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rbuf, recv_strided ? 1 : n,
+                      recv_strided ? rvec : MPI_INT, c);
+    } else {
+        MPI_Allgather(sbuf, send_strided ? 1 : n, send_strided ? vec : MPI_INT, rbuf,
+                      recv_strided ? 1 : n, recv_strided ? rvec : MPI_INT, c);
+    }
+    MPI_Type_free(&rvec);
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < n; i++)
+            ok &= rbuf[rstride * (b * n + i)] == val(b, i);
+    if (!ok)
+        printf("# rank %d: Allgather on 2 ranks, %d ints, send %s, receive %s%s: wrong data\n",
+               wrank, n, send_strided ? "strided" : "contiguous",
+               recv_strided ? "strided" : "contiguous", in_place ? ", in place" : "");
+    MPI_Type_free(&vec);
+    free(sbuf);
+    free(rbuf);
+    return ok;
+}
+
+static int test_allgather_two(void)
+{
+    int rank, ok = 1, n;
+    MPI_Comm c = first_ranks(2, &rank);
+    if (c == MPI_COMM_NULL)
+        return 1;
+    MPI_Comm_size(c, &n);
+    if (n == 2) {
+        static const int counts[] = {1, 7, 3000, 40000};
+        for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+            int cnt = counts[k];
+            ok &= allgather_two_case(c, rank, cnt, 0, 0, 0);
+            ok &= allgather_two_case(c, rank, cnt, 0, 0, 1);
+            ok &= allgather_two_case(c, rank, cnt, 1, 0, 0);
+            ok &= allgather_two_case(c, rank, cnt, 0, 1, 0);
+            ok &= allgather_two_case(c, rank, cnt, 0, 1, 1);
+            ok &= allgather_two_case(c, rank, cnt, rank == 0, rank == 1, 0); /* per rank */
+        }
+        /* nothing to gather */
+        int x = 5;
+        MPI_Allgather(&x, 0, MPI_INT, &x, 0, MPI_INT, c);
+        ok &= x == 5;
+    }
+    MPI_Comm_free(&c);
+    return ok;
+}
+
 /* Barrier and Bcast on every communicator size 1..world, Bcast from every root around the
    netmod's small-message limit (12 KiB), and a Bcast whose counts differ between the ranks:
    every non-root must report it (MPI_ERRORS_RETURN), nobody may hang. */
@@ -916,7 +989,7 @@ int main(int argc, char **argv)
                     &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     if (wrank == 0)
-        printf("1..16\n");
+        printf("1..17\n");
     MPI_Comm w = MPI_COMM_WORLD;
     check(test_barrier(w), "MPI_Barrier / MPI_Ibarrier: nobody leaves before the last enters");
     check(test_bcast(w), "MPI_Bcast from every root, 40 B and 1 MiB");
@@ -931,6 +1004,8 @@ int main(int argc, char **argv)
                                   "0 to 2400 B, same bits everywhere");
     check(test_allreduce_two(), "MPI_Allreduce on 2 ranks: 9 types x 8 operations, 4 B to 2 MiB, "
                                 "in place or not, bit for bit as in C, also MPI_Reduce_local");
+    check(test_allgather_two(), "MPI_Allgather on 2 ranks: 4 B to 160 KB, in place, strided "
+                                "send or receive types against contiguous ones, per rank");
     check(test_small_sizes(), "MPI_Barrier / MPI_Bcast on every communicator size up to the "
                               "world's, 0 to 12 KiB from every root, vector vs. int layouts; "
                               "mismatched counts fail");

@@ -85,6 +85,22 @@ void MPIDI_PSCOM_coll_small_finalize(void); /* frees the requests it keeps */
 #define MPIDI_NM_ALLREDUCE_SHORTCUT MPIDI_PSCOM_allreduce_direct_ok
 #define MPIDI_NM_allreduce_shortcut MPIDI_PSCOM_allreduce_direct
 
+/* Allgather on 2 ranks ahead of ch4's search (maint/patches/0010): one exchange of the two
+   blocks, ours sent from the send buffer as it is (pscom_coll_small.c) */
+int MPIDI_PSCOM_allgather_pair(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                               MPIR_Comm *comm, MPIR_Errflag_t *errflag);
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_allgather_pair_ok(MPIR_Comm *comm)
+{
+    return comm->local_size == 2 && comm->comm_kind == MPIR_COMM_KIND__INTRACOMM &&
+           MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM == MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM_auto &&
+           !MPIDI_PSCOM_msa.coll_hooks;
+}
+
+#define MPIDI_NM_ALLGATHER_SHORTCUT MPIDI_PSCOM_allgather_pair_ok
+#define MPIDI_NM_allgather_shortcut MPIDI_PSCOM_allgather_pair
+
 /* Barrier and Bcast ahead of ch4's search (maint/patches/0008): flat algorithms, so only where
    MPICH's node-aware ones gain nothing: a communicator within one node, or a small one. The
    test gives the same answer on every rank of comm, as it must. */

@@ -1,6 +1,6 @@
 /*
  * Small collectives straight over pscom: Allreduce of a few bytes (and of any size on 2 ranks),
- * Barrier, Bcast of a few KiB.
+ * Barrier, Bcast of a few KiB, Allgather on 2 ranks.
  * At these sizes MPICH's generic path costs more than the messages: algorithm searches (ch4
  * and MPIR), the node-aware composition (a Barrier on 2 ranks of one node became a node
  * Barrier plus a 1-byte node Bcast), temporary buffers, MPI requests for every send and
@@ -358,6 +358,82 @@ fn_exit:
         segment_put(tmp);
     if (host && host != host_small)
         MPL_free(host);
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+/* Allgather on 2 ranks: one exchange. Our block goes out from the send buffer as it is (packed
+   only for a layout that is not contiguous, or device memory), the partner's lands in its block
+   of the receive buffer (through a packed copy likewise), and ours is copied locally. MPICH's
+   recursive doubling copied the send buffer into the receive buffer first and sent that block,
+   so the partner pulled lines this core had just written (64 KiB: 25 vs Open MPI's 11 us). */
+int MPIDI_PSCOM_allgather_pair(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                               MPIR_Comm *comm, MPIR_Errflag_t *errflag)
+{
+    int mpi_errno = MPI_SUCCESS, err, rank = comm->rank, peer = 1 - rank, r_contig, s_contig;
+    MPI_Aint r_size, s_size, r_lb, s_lb, r_extent, n;
+    MPIR_Datatype *dt_ptr;
+    void *spack = NULL, *rpack = NULL;
+
+    MPIDI_Datatype_get_info(recvcount, recvtype, r_contig, r_size, dt_ptr, r_lb);
+    MPIR_Datatype_get_extent_macro(recvtype, r_extent);
+    char *mine = (char *)recvbuf + rank * recvcount * r_extent;
+    char *theirs = (char *)recvbuf + peer * recvcount * r_extent;
+    const void *src = sendbuf == MPI_IN_PLACE ? mine : sendbuf;
+    MPI_Aint scount = sendbuf == MPI_IN_PLACE ? recvcount : sendcount;
+    MPI_Datatype stype = sendbuf == MPI_IN_PLACE ? recvtype : sendtype;
+    MPIDI_Datatype_get_info(scount, stype, s_contig, s_size, dt_ptr, s_lb);
+    (void)dt_ptr;
+    if (!r_size) /* the same on both ranks of a correct program */
+        return MPI_SUCCESS;
+
+    const void *out = (const char *)src + s_lb;
+    if (!s_contig || s_size != r_size || MPIR_GPU_query_pointer_is_dev(src)) {
+        spack = MPL_malloc(r_size, MPL_MEM_COLL);
+        MPIR_ERR_CHKANDJUMP(!spack, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        if (s_size != r_size) {
+            /* the partner still gets a block of the size it expects, and waits for nothing */
+            memset(spack, 0, r_size);
+            *errflag = MPIR_ERR_OTHER;
+            mpi_errno =
+                MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                     MPI_ERR_OTHER, "**collective_size_mismatch",
+                                     "**collective_size_mismatch %d %d", (int)s_size, (int)r_size);
+        }
+        err = MPIR_Typerep_pack(src, scount, stype, 0, spack, MPL_MIN(s_size, r_size), &n);
+        mpi_errno = mpi_errno ? mpi_errno : err;
+        out = spack;
+    }
+    int r_staged = !r_contig || MPIR_GPU_query_pointer_is_dev(recvbuf);
+    if (r_staged) {
+        rpack = MPL_malloc(r_size, MPL_MEM_COLL);
+        MPIR_ERR_CHKANDJUMP(!rpack, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    }
+
+    exchange_t x = {.comm = comm,
+                    .tag = MPIR_ALLGATHER_TAG,
+                    .tmp = r_staged ? rpack : theirs + r_lb,
+                    .len = (size_t)r_size,
+                    .errflag = errflag};
+    err = exchange_init(&x);
+    MPIR_ERR_CHKANDJUMP(err, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    err = exchange(&x, peer, out, peer);
+    mpi_errno = mpi_errno ? mpi_errno : err;
+    if (r_staged && !err) {
+        err = MPIR_Typerep_unpack(rpack, r_size, theirs, recvcount, recvtype, 0, &n);
+        mpi_errno = mpi_errno ? mpi_errno : err;
+    }
+    if (sendbuf != MPI_IN_PLACE) {
+        err = MPIR_Localcopy(sendbuf, sendcount, sendtype, mine, recvcount, recvtype);
+        mpi_errno = mpi_errno ? mpi_errno : err;
+    }
+    mpi_errno = exchange_finish(&x, mpi_errno);
+
+fn_exit:
+    MPL_free(spack);
+    MPL_free(rpack);
     return mpi_errno;
 fn_fail:
     goto fn_exit;
