@@ -59,6 +59,10 @@ static const pscom_env_row_t core_env[] = {
      "While busy polling, look at listen, doorbell and handshake sockets at most this often "
      "(microseconds; each look is a system call). Sockets that carry data are polled always.",
      PSCOM_ENV_UINT, &pscom_config.fd_poll_us, 0, 1000000},
+    {"PSP_POLL_PAUSE", "2",
+     "Pause instructions after a poll that found nothing (x86 pause, arm yield): a spinning "
+     "receiver then takes the cache line a sender is writing away less often. 0: none.",
+     PSCOM_ENV_UINT, &pscom_config.poll_pause, 0, 1000},
     {"PSP_CONNECT_TIMEOUT", "30000", "Give up a connection attempt after this many ms.",
      PSCOM_ENV_UINT, &pscom_config.connect_timeout_ms, 0, 0},
     {"PSP_SHUTDOWN_TIMEOUT", "0",

@@ -184,8 +184,24 @@ typedef struct pscom_config {
     const char *debug_out, *network, *plugindir;
     size_t rendezvous;
     unsigned spin_us, fd_poll_us, connect_timeout_ms, shutdown_timeout_ms;
+    unsigned poll_pause;
 } pscom_config_t;
 extern pscom_config_t pscom_config;
+
+/* A spinning poller's pause (PSP_POLL_PAUSE): it then reloads the line a sender is writing
+   less often, and leaves a sibling hyperthread its share of the core. */
+static inline void pscom_poll_pause(void)
+{
+    for (unsigned i = pscom_config.poll_pause; i; i--) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield");
+#else
+        __asm__ __volatile__("" ::: "memory");
+#endif
+    }
+}
 
 static inline void pscom_lock(void)
 {

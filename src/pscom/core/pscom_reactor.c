@@ -237,6 +237,7 @@ void pscom_wait_until(int (*done)(void *), void *arg)
             idle_since = 0;
             continue;
         }
+        pscom_poll_pause();
         if (g.threaded) {
             pscom_unlock();
             if (pscom_config.sched_yield)
@@ -277,5 +278,7 @@ PSCOM_API int pscom_progress(int timeout_ms)
         made = pscom_progress_poll();
     }
     pscom_unlock();
+    if (!made && timeout_ms == 0)
+        pscom_poll_pause(); /* callers poll in a loop */
     return made;
 }
