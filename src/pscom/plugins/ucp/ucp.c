@@ -43,7 +43,7 @@ static const pscom_env_row_t ucp_env[] = {
      "Fetch large (UCX rendezvous) payloads straight into the matched receive buffer (0: into "
      "a temporary buffer, then copy).",
      PSCOM_ENV_BOOL, &ucp_cfg.direct, 0, 0},
-    {"PSP_UCP_CMA", "256k",
+    {"PSP_UCP_CMA", "32k",
      "On endpoints where UCX cannot detect a dead peer (its shared memory transports, which "
      "then must not use UCX's rendezvous), messages of at least this size go by pscom's "
      "rendezvous: the receiver copies them once with process_vm_readv (0: always eager).",
