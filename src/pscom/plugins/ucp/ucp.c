@@ -527,7 +527,8 @@ static int uc_connect(uc_t *uc, pscom_con_t *con, const void *blob, size_t len)
     char why[256];
     uc->peer_id = (uint32_t)b.id;
     int shm;
-    uc->ep = ux_ep_create(addr, uc, ucp_cfg.peer_failure, &uc->peer_mode, &shm, why, sizeof(why));
+    uc->ep = ux_ep_create(addr, uc, ucp_cfg.peer_failure, &uc->peer_mode, &shm, &uc->short_max, why,
+                          sizeof(why));
     free(addr);
     if (!uc->ep) {
         PSCOM_LOG(2, "%s: ucp cannot reach the peer: %s", pscom_con_name(con), why);
@@ -537,9 +538,10 @@ static int uc_connect(uc_t *uc, pscom_con_t *con, const void *blob, size_t len)
        single-copy (cma) rendezvous of its shared memory transports: send everything eager
        there */
     uc->eager = !uc->peer_mode && shm;
-    PSCOM_LOG(4, "%s: ucp endpoint%s%s", pscom_con_name(con),
+    PSCOM_LOG(4, "%s: ucp endpoint%s%s, short messages up to %zd bytes", pscom_con_name(con),
               uc->peer_mode ? " with UCX peer failure detection" : "",
-              uc->eager ? ", shared memory without it: eager only" : "");
+              uc->eager ? ", shared memory without it: eager only" : "",
+              uc->short_max == SIZE_MAX ? (ssize_t)-1 : (ssize_t)uc->short_max);
     ux_progress(); /* an unreachable peer may show at once */
     if (uc->ep_err) {
         PSCOM_LOG(2, "%s: ucp endpoint failed: %s", pscom_con_name(con), uc->ep_err);

@@ -104,6 +104,7 @@ struct uc {
     unsigned char bye_in; /* the goodbye is in: the connection ends after message bye_seq - 1 */
     rx_t *rx_tail;
     size_t short_ok;              /* the longest message UCX took by its short protocol */
+    size_t short_max;             /* the longest its short protocol takes (UCX's report) */
     uint64_t full_since;          /* ms: since when short sends find no room; 0: they did not */
     uc_t *next, *prev;            /* started connections, or closing ones */
     uc_t *wnext, *wprev;          /* work list: something to do in the next poll */

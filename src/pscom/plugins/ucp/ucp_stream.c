@@ -420,7 +420,8 @@ int ucp_write_user_now(pscom_con_t *con, const void *xheader, size_t xlen, const
         len > ucp_cfg.small || ux_in_progress())
         return 0;
     const char *why = NULL;
-    if (len <= SEND_NOW_MAX) {
+    /* not what UCX's short protocol cannot take: the refusal costs a call and a copy */
+    if (len <= SEND_NOW_MAX && sizeof(ucp_hdr_t) + xlen + dlen <= uc->short_max) {
         int r = short_user(uc, xheader, xlen, data, dlen, &why);
         if (r <= 0)
             return r == 0;
@@ -466,7 +467,9 @@ void ucp_write(uc_t *uc)
         size_t total = 0;
         for (int i = 0; i < n; i++)
             total += iov[i].iov_len;
-        if (total <= SEND_NOW_MAX) {
+        /* (as K_USER, the shorter form, it would take this many bytes) */
+        if (total <= SEND_NOW_MAX &&
+            total - sizeof(pscom_header_net_t) + sizeof(ucp_hdr_t) <= uc->short_max) {
             int r = send_now(uc, iov, n, total);
             if (r < 0)
                 return;

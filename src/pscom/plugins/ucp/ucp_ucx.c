@@ -1,5 +1,6 @@
 /* Thin wrapper of UCX's UCP API for the ucp transport (see ucp_ucx.h). */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,17 +195,21 @@ int ux_arm(void)
 }
 
 /* UCX names no transports in its API (1.13): its endpoint report lists the lanes, as
-   "lane[0]:  2:posix/memory.0 md[1] ...". Its shared memory devices are called "memory". */
-static int ep_has_shm_lane(ucp_ep_h ep)
+   "lane[0]:  2:posix/memory.0 md[1] ...". Its shared memory devices are called "memory". The
+   report also gives the protocol ranges of active messages, as
+   "am_send: 0..<egr/short>..92..<egr/bcopy>..": the largest message of its short protocol. */
+static void ep_info(ucp_ep_h ep, int *shm, size_t *short_max)
 {
     char *text = NULL;
     size_t len = 0;
+    *shm = 1;
+    *short_max = SIZE_MAX; /* unknown: always try */
     FILE *f = open_memstream(&text, &len);
     if (!f)
-        return 1;
+        return;
     ucp_ep_print_info(ep, f);
     fclose(f);
-    int lanes = 0, shm = 0;
+    int lanes = 0, any_shm = 0;
     for (const char *l = text; l && (l = strstr(l, "lane[")) != NULL; l++) {
         const char *tl = strchr(l, ':');
         tl = tl ? strchr(tl + 1, ':') : NULL; /* after "lane[0]:  2:" */
@@ -212,14 +217,21 @@ static int ep_has_shm_lane(ucp_ep_h ep)
         if (!dev)
             break;
         lanes++;
-        shm |= strncmp(dev + 1, "memory", 6) == 0;
+        any_shm |= strncmp(dev + 1, "memory", 6) == 0;
+    }
+    *shm = any_shm || !lanes;
+    const char *am = text ? strstr(text, "am_send: 0..<egr/short>..") : NULL;
+    if (am) {
+        char *end;
+        unsigned long long n = strtoull(am + strlen("am_send: 0..<egr/short>.."), &end, 10);
+        if (end != am + strlen("am_send: 0..<egr/short>..") && *end == '.')
+            *short_max = (size_t)n;
     }
     free(text);
-    return shm || !lanes;
 }
 
 ux_ep_t *ux_ep_create(const void *addr, void *user, int want_peer, int *peer_mode, int *shm,
-                      char *why, size_t whylen)
+                      size_t *short_max, char *why, size_t whylen)
 {
     ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
                                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
@@ -242,7 +254,7 @@ ux_ep_t *ux_ep_create(const void *addr, void *user, int want_peer, int *peer_mod
     capture_end("", st, why, whylen);
     if (st != UCS_OK)
         return NULL;
-    *shm = ep_has_shm_lane(ep);
+    ep_info(ep, shm, short_max);
     return (ux_ep_t *)ep;
 }
 

@@ -58,9 +58,10 @@ int ux_arm(void);
    want_peer: ask for UCX's peer failure mode (keepalive; UCX then uses a single lane), where
    the transports allow it. *peer_mode: 1 if UCX detects the peer's failure on it (errors go to
    on_error), else 0. *shm: 1 if a lane is one of UCX's shared memory transports (or UCX did
-   not say). */
+   not say). *short_max: the longest message UCX sends by its short protocol (ux_send_now),
+   SIZE_MAX if UCX did not say. */
 ux_ep_t *ux_ep_create(const void *addr, void *user, int want_peer, int *peer_mode, int *shm,
-                      char *why, size_t whylen);
+                      size_t *short_max, char *why, size_t whylen);
 /* Close: force drops what is in flight (its operations complete with an error). Returns NULL
    when closed at once, else a handle for ux_close_done(). */
 void *ux_ep_close(ux_ep_t *ep, int force);
