@@ -420,7 +420,7 @@ int ucp_write_user_now(pscom_con_t *con, const void *xheader, size_t xlen, const
         len > ucp_cfg.small || ux_in_progress())
         return 0;
     const char *why = NULL;
-    /* not what UCX's short protocol cannot take: the refusal costs a call and a copy */
+    /* only what UCX's short protocol can take: a refused try costs a call and a copy */
     if (len <= SEND_NOW_MAX && sizeof(ucp_hdr_t) + xlen + dlen <= uc->short_max) {
         int r = short_user(uc, xheader, xlen, data, dlen, &why);
         if (r <= 0)

@@ -197,7 +197,7 @@ int ux_arm(void)
 /* UCX names no transports in its API (1.13): its endpoint report lists the lanes, as
    "lane[0]:  2:posix/memory.0 md[1] ...". Its shared memory devices are called "memory". The
    report also gives the protocol ranges of active messages, as
-   "am_send: 0..<egr/short>..92..<egr/bcopy>..": the largest message of its short protocol. */
+   "am_send: 0..<egr/short>..93..<egr/bcopy>..": the largest message of its short protocol. */
 static void ep_info(ucp_ep_h ep, int *shm, size_t *short_max)
 {
     char *text = NULL;
@@ -220,11 +220,12 @@ static void ep_info(ucp_ep_h ep, int *shm, size_t *short_max)
         any_shm |= strncmp(dev + 1, "memory", 6) == 0;
     }
     *shm = any_shm || !lanes;
-    const char *am = text ? strstr(text, "am_send: 0..<egr/short>..") : NULL;
+    static const char key[] = "am_send: 0..<egr/short>..";
+    const char *am = text ? strstr(text, key) : NULL;
     if (am) {
         char *end;
-        unsigned long long n = strtoull(am + strlen("am_send: 0..<egr/short>.."), &end, 10);
-        if (end != am + strlen("am_send: 0..<egr/short>..") && *end == '.')
+        unsigned long long n = strtoull(am + sizeof(key) - 1, &end, 10);
+        if (end != am + sizeof(key) - 1 && *end == '.')
             *short_max = (size_t)n;
     }
     free(text);
