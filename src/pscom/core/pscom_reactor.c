@@ -237,14 +237,16 @@ void pscom_wait_until(int (*done)(void *), void *arg)
             idle_since = 0;
             continue;
         }
-        pscom_poll_pause();
         if (g.threaded) {
-            pscom_unlock();
+            pscom_unlock(); /* the other threads are not held up by our pause */
+            pscom_poll_pause();
             if (pscom_config.sched_yield)
                 sched_yield();
             pscom_lock();
-        } else if (pscom_config.sched_yield) {
-            sched_yield();
+        } else {
+            pscom_poll_pause();
+            if (pscom_config.sched_yield)
+                sched_yield();
         }
         if (++idle < 64)
             continue;
