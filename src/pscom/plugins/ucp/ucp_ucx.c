@@ -197,7 +197,8 @@ int ux_arm(void)
 /* UCX names no transports in its API (1.13): its endpoint report lists the lanes, as
    "lane[0]:  2:posix/memory.0 md[1] ...". Its shared memory devices are called "memory". The
    report also gives the protocol ranges of active messages, as
-   "am_send: 0..<egr/short>..93..<egr/bcopy>..": the largest message of its short protocol. */
+   "am_send: 0..<egr/short>..93..<egr/bcopy>..": the size where its short protocol ends (92
+   bytes go short over its shared memory, 93 do not). */
 static void ep_info(ucp_ep_h ep, int *shm, size_t *short_max)
 {
     char *text = NULL;
@@ -225,8 +226,8 @@ static void ep_info(ucp_ep_h ep, int *shm, size_t *short_max)
     if (am) {
         char *end;
         unsigned long long n = strtoull(am + sizeof(key) - 1, &end, 10);
-        if (end != am + sizeof(key) - 1 && *end == '.')
-            *short_max = (size_t)n;
+        if (end != am + sizeof(key) - 1 && *end == '.' && n > 0)
+            *short_max = (size_t)n - 1;
     }
     free(text);
 }
