@@ -100,6 +100,9 @@ void pscom_con_queue_send(pscom_con_t *con, pscom_req_t *req)
     }
 }
 
+static int send_user_now(pscom_con_t *con, const void *xheader, size_t xheader_len,
+                         const void *data, size_t data_len);
+
 PSCOM_API void pscom_post_send(pscom_request_t *pub)
 {
     pscom_req_t *req = get_req(pub);
@@ -113,7 +116,13 @@ PSCOM_API void pscom_post_send(pscom_request_t *pub)
     pub->state = PSCOM_REQ_STATE_SEND | PSCOM_REQ_STATE_POSTED;
     req->flags &= RQ_INTERNAL;
     set_header(&pub->header, MSGTYPE_USER, pub->xheader_len, pub->data_len);
-    pscom_con_queue_send(get_con(pub->connection), req);
+    pscom_con_t *con = get_con(pub->connection);
+    /* what the transport takes at once completes here, as it would after the queued write,
+       without the queue and its iov (pscom_pp over UCX's shared memory, 8 B: see README) */
+    if (send_user_now(con, pub->xheader, pub->xheader_len, pub->data, pub->data_len))
+        req_complete(req);
+    else
+        pscom_con_queue_send(con, req);
     pscom_unlock();
 }
 
@@ -244,33 +253,43 @@ PSCOM_API void pscom_send(pscom_connection_t *connection, const void *xheader, s
     pscom_unlock();
 }
 
+/* A user message straight to the transport, if it takes it at once: no request, no send queue.
+   Only where nothing else is queued (order) and not from inside a transport's write (see
+   kick_write). The lock is held. 1 sent, 0 not. */
+static int send_user_now(pscom_con_t *con, const void *xheader, size_t xheader_len,
+                         const void *data, size_t data_len)
+{
+    const pscom_con_ops_t *ops = con->ops;
+    if (con->pub.state != PSCOM_CON_STATE_RW || !ops || write_depth || con->closed ||
+        !list_empty(&con->sendq) || data_len >= con->rndv_threshold ||
+        xheader_len > PSCOM_XHEADER_MAX)
+        return 0;
+    size_t len = HDR_SIZE + xheader_len + data_len;
+    int sent = 0;
+    if (ops->write_user_now) {
+        sent = ops->write_user_now(con, xheader, xheader_len, data, data_len) == 1;
+    } else if (ops->write_now) {
+        pscom_header_net_t h;
+        set_header(&h, MSGTYPE_USER, xheader_len, data_len);
+        struct iovec iov[3] = {{&h, HDR_SIZE},
+                               {(void *)(uintptr_t)xheader, xheader_len},
+                               {(void *)(uintptr_t)data, data_len}};
+        /* no empty data entry: a 0-byte message (data may be NULL) costs no copy call */
+        sent = ops->write_now(con, iov, data_len ? 3 : 2, len) == 1;
+    }
+    if (sent) {
+        pscom_stats.msgs_sent++;
+        pscom_stats.bytes_sent += len;
+    }
+    return sent;
+}
+
 PSCOM_API int pscom_send_now(pscom_connection_t *connection, const void *xheader,
                              size_t xheader_len, const void *data, size_t data_len)
 {
     pscom_con_t *con = get_con(connection);
-    int sent = 0;
     pscom_lock();
-    const pscom_con_ops_t *ops = con->ops;
-    if (con->pub.state == PSCOM_CON_STATE_RW && ops && !write_depth && !con->closed &&
-        list_empty(&con->sendq) && data_len < con->rndv_threshold &&
-        xheader_len <= PSCOM_XHEADER_MAX) {
-        size_t len = HDR_SIZE + xheader_len + data_len;
-        if (ops->write_user_now) {
-            sent = ops->write_user_now(con, xheader, xheader_len, data, data_len) == 1;
-        } else if (ops->write_now) {
-            pscom_header_net_t h;
-            set_header(&h, MSGTYPE_USER, xheader_len, data_len);
-            struct iovec iov[3] = {{&h, HDR_SIZE},
-                                   {(void *)(uintptr_t)xheader, xheader_len},
-                                   {(void *)(uintptr_t)data, data_len}};
-            /* no empty data entry: a 0-byte message (data may be NULL) costs no copy call */
-            sent = ops->write_now(con, iov, data_len ? 3 : 2, len) == 1;
-        }
-        if (sent) {
-            pscom_stats.msgs_sent++;
-            pscom_stats.bytes_sent += len;
-        }
-    }
+    int sent = send_user_now(con, xheader, xheader_len, data, data_len);
     pscom_unlock();
     return sent;
 }

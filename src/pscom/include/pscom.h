@@ -260,7 +260,8 @@ void pscom_request_free(pscom_request_t *req);
 /*
  * Send req->xheader (req->xheader_len bytes) and req->data (req->data_len bytes) on
  * req->connection. Eager or rendezvous is chosen per transport. The buffer must stay untouched
- * until io_done. Messages on one connection arrive in the order they were posted.
+ * until io_done. Messages on one connection arrive in the order they were posted. A message the
+ * transport takes at once completes (io_done runs) before this returns.
  */
 void pscom_post_send(pscom_request_t *req);
 /*
