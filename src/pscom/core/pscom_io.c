@@ -228,7 +228,7 @@ void pscom_send_ctrl(pscom_con_t *con, uint8_t type, const void *xh, size_t xlen
     if (xlen)
         memcpy(req->pub.xheader, xh, xlen);
     if (dlen)
-        memcpy(req->pub.data, data, dlen);
+        pscom_memcpy(req->pub.data, data, dlen);
     set_header(&req->pub.header, type, xlen, dlen);
     pscom_con_queue_send(con, req);
 }
@@ -244,7 +244,7 @@ PSCOM_API void pscom_send(pscom_connection_t *connection, const void *xheader, s
     if (xheader_len)
         memcpy(req->pub.xheader, xheader, xheader_len);
     if (data_len)
-        memcpy(req->pub.data, data, data_len);
+        pscom_memcpy(req->pub.data, data, data_len);
     set_header(&req->pub.header, MSGTYPE_USER, xheader_len, data_len);
     /* user data: may go by rendezvous, so it is not flagged internal for prepare_iov; the
        buffer lives in the request, which frees itself */
@@ -405,7 +405,7 @@ static void gen_finish_merge(pscom_req_t *gen, pscom_req_t *req)
         req->pub.state |= PSCOM_REQ_STATE_TRUNCATED;
     }
     if (n)
-        memcpy(req->pub.data, gen->pub.data, n);
+        pscom_memcpy(req->pub.data, gen->pub.data, n);
     req->pub.data_len = n;
     req->pub.state |= gen->pub.state & (PSCOM_REQ_STATE_ERROR | PSCOM_REQ_STATE_TRUNCATED);
     free_generated(gen);
@@ -555,7 +555,7 @@ static MSG_PATH void recv_whole(pscom_con_t *con, pscom_header_net_t *hdr, const
     else
         n = dlen;
     req->pub.data_len = n;
-    pscom_copy_small(req->pub.data, data, n);
+    pscom_copy_data(req->pub.data, data, n);
     recv_done(req);
 }
 
@@ -635,7 +635,7 @@ void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
             size_t n = len < rs->data_left ? len : rs->data_left;
             if (rs->dst_left) {
                 size_t c = n < rs->dst_left ? n : rs->dst_left;
-                memcpy(rs->dst, p, c);
+                pscom_memcpy(rs->dst, p, c);
                 rs->dst += c;
                 rs->dst_left -= c;
             }

@@ -28,6 +28,30 @@
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
+/* memcpy of message data. glibc copies from ~2-4 KiB up to the L2 size (on AMD) with `rep
+   movsb`, which the AMD EPYC hosts of 2026-11 run 10-30x slower when source and destination
+   are not aligned alike (4 KiB 1.5 us instead of 60 ns, 64 KiB 23 us instead of 1.4, 256 KiB
+   116 instead of 7), and message data sits at any offset in shm slots, UCX's buffers and user
+   buffers. Pieces of 2 KiB take glibc's vector loop instead, as fast as its best case; from
+   1 MiB on glibc copies without `rep movsb`. */
+#define PSCOM_COPY_PIECE      2048
+#define PSCOM_COPY_PIECES_MAX (1u << 20)
+static inline void pscom_memcpy(void *dst, const void *src, size_t n)
+{
+    if (n > PSCOM_COPY_PIECE && n < PSCOM_COPY_PIECES_MAX) {
+        char *d = dst;
+        const char *s = src;
+        for (; n > PSCOM_COPY_PIECE; n -= PSCOM_COPY_PIECE) {
+            memcpy(d, s, PSCOM_COPY_PIECE);
+            d += PSCOM_COPY_PIECE;
+            s += PSCOM_COPY_PIECE;
+        }
+        memcpy(d, s, n);
+        return;
+    }
+    memcpy(dst, src, n);
+}
+
 /* memcpy of a user header or a small message's data: 4 to 16 bytes inline (two overlapping
    loads and stores), as a libc call that costs more than the copy on the message path */
 static inline void pscom_copy_small(void *dst, const void *src, size_t n)
@@ -47,6 +71,15 @@ static inline void pscom_copy_small(void *dst, const void *src, size_t n)
     } else if (n) {
         memcpy(dst, src, n);
     }
+}
+
+/* A message's data, small or large */
+static inline void pscom_copy_data(void *dst, const void *src, size_t n)
+{
+    if (n <= 16)
+        pscom_copy_small(dst, src, n);
+    else
+        pscom_memcpy(dst, src, n);
 }
 
 typedef struct pscom_con pscom_con_t;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include "pscom_plugin.h"
 #include "shm_arena.h"
@@ -96,16 +97,23 @@ typedef struct shm_offer {
    (Denied e.g. under Yama ptrace_scope 1, where ranks are siblings.) */
 static const uint64_t cma_probe = 0x65626f7270616d63ull;
 
-/* Rendezvous threshold: from 8 KiB single copy beats the ring (2 and 3 slot messages: 8 KiB
-   1.56 -> 1.11 us, 16 KiB 2.31 -> 1.39, 32 KiB bandwidth 16 -> 20.6 GB/s; 4 KiB was slower);
-   without single copy the rendezvous only adds a round trip: from 64 KiB then. On a node with
-   more processes than CPUs a rendezvous send completes only once the receiver was scheduled
-   (it reads the request and pulls) and then the sender (it reads the FIN), an eager one at
-   once: 16 and 64 KiB collectives of 4 and 8 ranks on 2 CPUs took half the time eager
-   (2026-11-25, test/bench/README.md), so there it starts at 128 KiB. */
-#define SHM_RNDV         8192
-#define SHM_RNDV_NOCMA   65536
-#define SHM_RNDV_OVERSUB (128 * 1024)
+/* Rendezvous threshold: from 8 KiB single copy beats the ring where process_vm_readv is cheap
+   (2026-11-25 Intel host, 2 and 3 slot messages: 8 KiB 1.56 -> 1.11 us, 16 KiB 2.31 -> 1.39,
+   32 KiB bandwidth 16 -> 20.6 GB/s; 4 KiB was slower). Each call also has a fixed cost, and on
+   some virtual machines it is large (the 2026-11 AMD host: 2.2 us even for 64 bytes, where a
+   syscall takes 0.23): there the ring is faster up to 32 KiB (MPI ping-pong 8 / 16 / 32 KiB
+   4.0 / 4.2 / 6.5 -> 1.2 / 1.4 / 2.5 us, bandwidth 2.6-6.4 -> 13-18 GB/s), so where a call on
+   ourselves takes SHM_CMA_SLOW_NS or more, rendezvous starts at SHM_RNDV_SLOW_CMA. Without
+   single copy the rendezvous only adds a round trip: from 64 KiB then. On a node with more
+   processes than CPUs a rendezvous send completes only once the receiver was scheduled (it
+   reads the request and pulls) and then the sender (it reads the FIN), an eager one at once:
+   16 and 64 KiB collectives of 4 and 8 ranks on 2 CPUs took half the time eager (2026-11-25,
+   test/bench/README.md), so there it starts at 128 KiB. */
+#define SHM_RNDV          8192
+#define SHM_RNDV_SLOW_CMA 65536
+#define SHM_CMA_SLOW_NS   1000
+#define SHM_RNDV_NOCMA    65536
+#define SHM_RNDV_OVERSUB  (128 * 1024)
 
 static shm_con_t active = {.next = &active, .prev = &active};
 static int n_active;
@@ -195,7 +203,7 @@ static inline void slot_fill(shm_con_t *sc, shm_slot_t *slot, const struct iovec
     sc->peer_waits = 0;
     if (len <= SLOT_HEAD || !head_last) {
         for (int i = 0; i < n; i++) {
-            memcpy(slot->data + off, iov[i].iov_base, iov[i].iov_len);
+            pscom_memcpy(slot->data + off, iov[i].iov_base, iov[i].iov_len);
             off += iov[i].iov_len;
         }
         return;
@@ -212,7 +220,7 @@ static inline void slot_fill(shm_con_t *sc, shm_slot_t *slot, const struct iovec
             off += h;
         }
         if (l)
-            memcpy(slot->data + off, p, l);
+            pscom_memcpy(slot->data + off, p, l);
         off += l;
     }
     memcpy(slot->data, head, SLOT_HEAD);
@@ -545,8 +553,40 @@ static int cma_works(shm_con_t *sc)
     return 0;
 }
 
+/* The fixed cost of a process_vm_readv here, in ns: the fastest of a few 8-byte reads of our
+   own memory (the first call of a process is the slowest), measured once. */
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cma_call_ns(void)
+{
+    static uint64_t ns;
+    if (ns)
+        return ns;
+    static const uint64_t src = 1;
+    uint64_t dst;
+    ns = UINT64_MAX;
+    for (int i = 0; i < 8; i++) {
+        uint64_t t0 = mono_ns();
+        if (shm_cma_read(getpid(), &dst, (uint64_t)(uintptr_t)&src, sizeof(dst)) != 0)
+            break;
+        uint64_t t = mono_ns() - t0;
+        if (t < ns)
+            ns = t ? t : 1;
+    }
+    if (ns != UINT64_MAX)
+        PSCOM_LOG(2, "shm: a single-copy call takes %llu ns here: rendezvous from %u bytes",
+                  (unsigned long long)ns, ns >= SHM_CMA_SLOW_NS ? SHM_RNDV_SLOW_CMA : SHM_RNDV);
+    return ns;
+}
+
 /* The connection's rendezvous threshold where the user set none: SHM_RNDV (the plugin's
-   default), SHM_RNDV_NOCMA without single copy, SHM_RNDV_OVERSUB on an oversubscribed node. */
+   default), SHM_RNDV_SLOW_CMA where single copy is slow to start, SHM_RNDV_NOCMA without it,
+   SHM_RNDV_OVERSUB on an oversubscribed node. */
 static void set_rendezvous(shm_con_t *sc)
 {
     int cma = cma_works(sc);
@@ -554,6 +594,8 @@ static void set_rendezvous(shm_con_t *sc)
         pscom_con_default_rendezvous(sc->con, SHM_RNDV_OVERSUB);
     else if (!cma)
         pscom_con_default_rendezvous(sc->con, SHM_RNDV_NOCMA);
+    else if (cma_call_ns() >= SHM_CMA_SLOW_NS)
+        pscom_con_default_rendezvous(sc->con, SHM_RNDV_SLOW_CMA);
 }
 
 static void shm_abort(pscom_con_t *con)

@@ -175,7 +175,7 @@ static int tcp_write_now(pscom_con_t *con, const struct iovec *iov, int n, size_
             skip -= l;
             continue;
         }
-        memcpy(tc->pend + tc->pend_len, (const char *)iov[i].iov_base + skip, l - skip);
+        pscom_memcpy(tc->pend + tc->pend_len, (const char *)iov[i].iov_base + skip, l - skip);
         tc->pend_len += l - skip;
         skip = 0;
     }

@@ -208,7 +208,7 @@ int ucp_on_recv(const void *hdr, size_t hlen, void *data, size_t len, int rndv, 
         rx->data = rx->pre + pre_len;
         rx->copied = 1;
         if (len)
-            memcpy(rx->data, data, len);
+            pscom_memcpy(rx->data, data, len);
     }
     uint32_t seq = rx->seq;
     /* in order almost always: append; else find the place */
@@ -309,7 +309,7 @@ static int send_copy(uc_t *uc, const struct iovec *iov, int n, size_t len)
     memcpy(b->data, &h, sizeof(h));
     size_t off = sizeof(h);
     for (int i = 0; i < n; i++) {
-        memcpy(b->data + off, iov[i].iov_base, iov[i].iov_len);
+        pscom_memcpy(b->data + off, iov[i].iov_base, iov[i].iov_len);
         off += iov[i].iov_len;
     }
     const char *why = NULL;
