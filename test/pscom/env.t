@@ -43,7 +43,7 @@ tap_ok $? "pscom_info -c -d adds the documentation ($short -> $long bytes)"
 for kv in PSP_DEBUG=abc PSP_DEBUG=99 PSP_DEBUG=-1 PSP_RENDEZVOUS=12q PSP_RENDEZVOUS=-4096 \
     PSP_SHM_RENDEZVOUS=lots PSP_TCP_RENDEZVOUS=1.5M PSP_SHM=maybe PSP_TCP=yes \
     PSP_SHM_CMA=perhaps PSP_DEBUG_PARAM=x PSP_POLL_PAUSE=-1 PSP_POLL_PAUSE=1001 \
-    PSP_POLL_PAUSE=fast; do
+    PSP_POLL_PAUSE=fast PSP_POLL_SPIN=-2 PSP_POLL_SPIN=some; do
     var=${kv%%=*} val=${kv#*=}
     info "$kv"
     n=$(lines "$var" "$val" <<<"$err")
@@ -76,6 +76,8 @@ check_value PSP_SHM_CMA=0 0
 check_value PSP_DEBUG=0 0
 check_value PSP_POLL_PAUSE=0 0
 check_value PSP_POLL_PAUSE=16 16
+check_value PSP_POLL_SPIN=0 0
+check_value PSP_POLL_SPIN=64 64
 
 # PSP_DEBUG_PARAM: 1 logs the variables set, 2 all of them
 info PSP_RENDEZVOUS=64k

@@ -60,9 +60,14 @@ static const pscom_env_row_t core_env[] = {
      "(microseconds; each look is a system call). Sockets that carry data are polled always.",
      PSCOM_ENV_UINT, &pscom_config.fd_poll_us, 0, 1000000},
     {"PSP_POLL_PAUSE", "2",
-     "Pause instructions after a poll that found nothing (x86 pause, arm yield): a spinning "
-     "receiver then takes the cache line a sender is writing away less often. 0: none.",
+     "Pause instructions after a poll that found nothing (x86 pause, arm yield), once "
+     "PSP_POLL_SPIN polls in a row found nothing: a spinning receiver then takes the cache line "
+     "a sender is writing away less often. 0: none.",
      PSCOM_ENV_UINT, &pscom_config.poll_pause, 0, 1000},
+    {"PSP_POLL_SPIN", "16",
+     "Polls in a row that found nothing before the PSP_POLL_PAUSE pauses start: a message that "
+     "comes soon (a peer on a sibling hyperthread) is seen without a pause's delay.",
+     PSCOM_ENV_UINT, &pscom_config.poll_spin, 0, 1000000},
     {"PSP_CONNECT_TIMEOUT", "30000", "Give up a connection attempt after this many ms.",
      PSCOM_ENV_UINT, &pscom_config.connect_timeout_ms, 0, 0},
     {"PSP_SHUTDOWN_TIMEOUT", "0",

@@ -4,6 +4,7 @@
  * wakeup (the shm doorbell) before that so that nothing is missed.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -239,12 +240,12 @@ void pscom_wait_until(int (*done)(void *), void *arg)
         }
         if (g.threaded) {
             pscom_unlock(); /* the other threads are not held up by our pause */
-            pscom_poll_pause();
+            pscom_poll_pause(idle);
             if (pscom_config.sched_yield)
                 sched_yield();
             pscom_lock();
         } else {
-            pscom_poll_pause();
+            pscom_poll_pause(idle);
             if (pscom_config.sched_yield)
                 sched_yield();
         }
@@ -273,6 +274,7 @@ void pscom_wait_until(int (*done)(void *), void *arg)
 
 PSCOM_API int pscom_progress(int timeout_ms)
 {
+    static unsigned idle_polls; /* of pscom_progress(0) in a row: callers poll in a loop */
     pscom_lock();
     int made = pscom_progress_poll();
     if (!made && timeout_ms != 0) {
@@ -280,7 +282,11 @@ PSCOM_API int pscom_progress(int timeout_ms)
         made = pscom_progress_poll();
     }
     pscom_unlock();
-    if (!made && timeout_ms == 0)
-        pscom_poll_pause(); /* callers poll in a loop */
+    if (timeout_ms == 0) {
+        if (made)
+            idle_polls = 0;
+        else
+            pscom_poll_pause(idle_polls < UINT_MAX ? idle_polls++ : idle_polls);
+    }
     return made;
 }
