@@ -55,7 +55,7 @@ _Static_assert(sizeof(MPIR_Context_id_t) == 2, "context ids travel in 16 bits");
 
 /* Sends of at most this many bytes first try pscom_send_now (a default shm ring slot holds
    8 KiB with the headers; the transport decides, this only spares larger ones the try) */
-#define MPIDI_PSCOM_SEND_NOW_MAX 8000
+#define MPIDI_PSCOM_SEND_NOW_MAX 8192
 
 typedef struct {
     uint8_t type; /* MPIDI_PSCOM_MSG_SSEND_ACK */
