@@ -275,18 +275,19 @@ void pscom_wait_until(int (*done)(void *), void *arg)
 PSCOM_API int pscom_progress(int timeout_ms)
 {
     static unsigned idle_polls; /* of pscom_progress(0) in a row: callers poll in a loop */
+    unsigned idle = 0;
     pscom_lock();
     int made = pscom_progress_poll();
     if (!made && timeout_ms != 0) {
         pscom_progress_block(timeout_ms < 0 ? 1000 : timeout_ms);
         made = pscom_progress_poll();
     }
-    pscom_unlock();
     if (timeout_ms == 0) {
-        if (made)
-            idle_polls = 0;
-        else
-            pscom_poll_pause(idle_polls < UINT_MAX ? idle_polls++ : idle_polls);
+        idle = made ? 0 : idle_polls;
+        idle_polls = made ? 0 : idle_polls < UINT_MAX ? idle_polls + 1 : idle_polls;
     }
+    pscom_unlock();
+    if (!made && timeout_ms == 0)
+        pscom_poll_pause(idle); /* outside the lock: other threads go on meanwhile */
     return made;
 }
