@@ -64,7 +64,7 @@ static const pscom_env_row_t core_env[] = {
      "PSP_POLL_SPIN polls in a row found nothing: a spinning receiver then takes the cache line "
      "a sender is writing away less often. 0: none.",
      PSCOM_ENV_UINT, &pscom_config.poll_pause, 0, 1000},
-    {"PSP_POLL_SPIN", "16",
+    {"PSP_POLL_SPIN", "8",
      "Polls in a row that found nothing before the PSP_POLL_PAUSE pauses start: a message that "
      "comes soon (a peer on a sibling hyperthread) is seen without a pause's delay.",
      PSCOM_ENV_UINT, &pscom_config.poll_spin, 0, 1000000},
