@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "pscom_priv.h"
 
@@ -283,9 +282,7 @@ void pscom_con_free(pscom_con_t *con)
 
 static uint64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return pscom_now_ns() / 1000000;
 }
 
 typedef struct flush_wait {

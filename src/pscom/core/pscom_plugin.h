@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include "pscom.h"
 
 /* 0x0106: node_oversubscribed; 0x0105: header_user_xlen, read_feed_user, write_user_now; 0x0104:
@@ -27,6 +28,14 @@
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* CLOCK_MONOTONIC in ns: the one clock of core and the plugins (timeouts, waits, timings) */
+static inline uint64_t pscom_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* memcpy of message data. glibc copies from ~2-4 KiB up to the L2 size (on AMD) with `rep
    movsb`, which the AMD EPYC hosts of 2026-11 run 10-30x slower when source and destination

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 #include "pscom_priv.h"
 
@@ -85,9 +84,7 @@ struct precon {
 
 static uint64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return pscom_now_ns() / 1000000;
 }
 
 static void precon_handler(pscom_ufd_t *ufd, uint32_t revents);

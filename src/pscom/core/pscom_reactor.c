@@ -10,7 +10,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <poll.h>
-#include <time.h>
 #include <unistd.h>
 #include "pscom_priv.h"
 
@@ -133,9 +132,7 @@ static int epoll_round(int timeout_ms)
 
 static uint64_t now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return pscom_now_ns() / 1000;
 }
 
 /* Every 256th round: is it time to look at the idle fds again? An epoll_wait costs more than
@@ -282,10 +279,10 @@ PSCOM_API int pscom_progress(int timeout_ms)
         pscom_progress_block(timeout_ms < 0 ? 1000 : timeout_ms);
         made = pscom_progress_poll();
     }
-    if (timeout_ms == 0) {
-        idle = made ? 0 : idle_polls;
-        idle_polls = made ? 0 : idle_polls < UINT_MAX ? idle_polls + 1 : idle_polls;
-    }
+    if (made)
+        idle_polls = 0;
+    else if (timeout_ms == 0 && (idle = idle_polls) < UINT_MAX)
+        idle_polls++;
     pscom_unlock();
     if (!made && timeout_ms == 0)
         pscom_poll_pause(idle); /* outside the lock: other threads go on meanwhile */

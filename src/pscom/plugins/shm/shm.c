@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 #include "pscom_plugin.h"
 #include "shm_arena.h"
@@ -557,13 +556,6 @@ static int cma_works(shm_con_t *sc)
 
 /* The fixed cost of a process_vm_readv here, in ns: the fastest of a few 8-byte reads of our
    own memory (the first call of a process is the slowest), measured once. */
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t cma_call_ns(void)
 {
     static uint64_t ns;
@@ -573,10 +565,10 @@ static uint64_t cma_call_ns(void)
     uint64_t dst;
     ns = UINT64_MAX;
     for (int i = 0; i < 8; i++) {
-        uint64_t t0 = mono_ns();
+        uint64_t t0 = pscom_now_ns();
         if (shm_cma_read(getpid(), &dst, (uint64_t)(uintptr_t)&src, sizeof(dst)) != 0)
             break;
-        uint64_t t = mono_ns() - t0;
+        uint64_t t = pscom_now_ns() - t0;
         if (t < ns)
             ns = t ? t : 1;
     }

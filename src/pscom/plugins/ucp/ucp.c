@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 #include "ucp_priv.h"
 
@@ -89,9 +88,7 @@ static uint32_t id_free, id_gen;
 
 uint64_t ucp_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    return pscom_now_ns() / 1000000;
 }
 
 static int id_add(uc_t *uc)
