@@ -288,6 +288,8 @@ static void attacker(void)
             {"data_len PSCOM_DATA_LEN_MAX + 1", 0, 8, PSCOM_DATA_LEN_MAX + 1, 1},
             {"data_len 2^64 - 1", 0, 8, UINT64_MAX, 1},
             {"msg_type 0xee", 10, 1, 0xee, 0},
+            /* a filler (MSGTYPE_PAD) never carries a user header */
+            {"msg_type 6 (padding) with a user header", 10, 1, 6, 1},
             {"reserved nonzero", 12, 4, 0xffffffff, 0},
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -162,6 +162,15 @@ void pscom_con_set_rendezvous(pscom_con_t *con, size_t threshold)
     con->rndv_threshold = threshold;
 }
 
+void pscom_con_set_data_align(pscom_con_t *con, uint32_t align, size_t min_len)
+{
+    if (align & (align - 1) || align > PAD_MAX + 1)
+        pscom_fatal("pscom_con_set_data_align: %u is not a power of two up to %d", align,
+                    PAD_MAX + 1);
+    con->data_align = align;
+    con->data_align_min = min_len;
+}
+
 void pscom_con_default_rendezvous(pscom_con_t *con, size_t threshold)
 {
     if (!con->plugin || !pscom_plugin_rendezvous_user_set(con->plugin))
@@ -172,6 +181,7 @@ void pscom_con_established(pscom_con_t *con, const pscom_plugin_t *plugin, int f
 {
     con->plugin = plugin;
     con->rndv_threshold = pscom_plugin_rendezvous(plugin);
+    con->data_align = 0;
     plugin->con_start(con, fd);
     con->pub.transport = plugin->name;
     con->pub.state = PSCOM_CON_STATE_RW;

@@ -126,6 +126,25 @@ PSCOM_API void pscom_post_send(pscom_request_t *pub)
     pscom_unlock();
 }
 
+/* A PAD message at dst that puts the data of a message (data_len bytes, before bytes of header
+   and xheader in front of it) at the connection's data alignment from the start of dst; returns
+   its length, 0 where the connection wants none (pscom_con_set_data_align). Aligned to the
+   stream, not to the sender's buffer: the kernel's copy into its socket buffer is then aligned
+   whatever the buffer's alignment (aligning to the buffer instead measured 20-36 us at 64 KiB
+   over loopback, against 17-20). */
+size_t pscom_pad_prefix(const pscom_con_t *con, unsigned char *dst, size_t before,
+                        uint64_t data_len)
+{
+    if (!con->data_align || data_len < con->data_align_min)
+        return 0;
+    size_t k = (0 - (HDR_SIZE + before)) & (con->data_align - 1);
+    pscom_header_net_t h;
+    set_header(&h, MSGTYPE_PAD, 0, k);
+    memcpy(dst, &h, HDR_SIZE);
+    memset(dst + HDR_SIZE, 0, k);
+    return HDR_SIZE + k;
+}
+
 /* Decide eager or rendezvous once the transport (and so the threshold) is known. */
 static void prepare_iov(pscom_con_t *con, pscom_req_t *req)
 {
@@ -136,7 +155,9 @@ static void prepare_iov(pscom_con_t *con, pscom_req_t *req)
         req->flags |= RQ_RNDV_WAIT;
         return;
     }
-    req->iov[0].iov_len = 0;
+    req->iov[0].iov_base = req->prefix;
+    req->iov[0].iov_len = pscom_pad_prefix(con, req->prefix, HDR_SIZE + req->pub.header.xheader_len,
+                                           req->pub.data_len);
     req->iov[1].iov_base = &req->pub.header;
     req->iov[1].iov_len = HDR_SIZE + req->pub.header.xheader_len;
     req->iov[2].iov_base = req->pub.data;
@@ -482,6 +503,11 @@ static int dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
         if (unlikely(hdr->xheader_len > PSCOM_XHEADER_MAX))
             return protocol_error(con, "user header too long", hdr);
         start_data(con, find_recv_req(con, hdr, 0), hdr->data_len);
+        return 0;
+    case MSGTYPE_PAD:
+        if (hdr->xheader_len || hdr->data_len > PAD_MAX)
+            return protocol_error(con, "bad padding", hdr);
+        start_data(con, NULL, hdr->data_len);
         return 0;
     case MSGTYPE_EOF:
         con->eof_received = 1;

@@ -13,7 +13,7 @@
 
 /* ---- wire format ---- */
 
-#define PSCOM_WIRE_VERSION 0x51 /* in every message header and in the handshake */
+#define PSCOM_WIRE_VERSION 0x52 /* in every message header and in the handshake */
 
 enum pscom_msgtype {
     MSGTYPE_USER = PSCOM_MSGTYPE_USER,
@@ -22,6 +22,7 @@ enum pscom_msgtype {
     MSGTYPE_RNDV_READ = 3, /* xheader: rndv_read_t; receiver asks the sender to push */
     MSGTYPE_RNDV_DATA = 4, /* xheader: rndv_fin_t (recv id); the pushed data */
     MSGTYPE_EOF = 5,       /* orderly close */
+    MSGTYPE_PAD = 6,       /* data: filler that puts the next message's data in place */
     MSGTYPE_COUNT
 };
 
@@ -45,6 +46,11 @@ typedef struct rndv_read {
 #define RNDV_PREFIX_SIZE (sizeof(rndv_req_t) + HDR_SIZE)
 /* Largest xheader on the wire: a rendezvous request around the largest user xheader. */
 #define WIRE_XHEADER_MAX (RNDV_PREFIX_SIZE + PSCOM_XHEADER_MAX)
+/* Filler bytes of a PAD message: below one alignment unit (pscom_con_set_data_align) */
+#define PAD_MAX 255
+/* What a send writes before its header and xheader: a rendezvous request, or a PAD message
+   (and the RNDV_DATA header behind it) */
+#define PREFIX_MAX (2 * HDR_SIZE + PAD_MAX + sizeof(rndv_req_t))
 
 /* ---- requests ---- */
 
@@ -68,7 +74,7 @@ struct pscom_req {
     uint64_t id;  /* rendezvous id */
     /* send */
     struct iovec iov[3];
-    unsigned char prefix[HDR_SIZE + sizeof(rndv_req_t)]; /* outer header of internal messages */
+    unsigned char prefix[PREFIX_MAX]; /* outer header of internal messages, or a PAD message */
     /* receive */
     uint64_t rndv_addr, rndv_len, rndv_send_id; /* from a RNDV_REQ not yet pulled */
     pscom_req_t *partner;                       /* generated request <-> the receive it feeds */
@@ -110,6 +116,8 @@ struct pscom_con {
     const pscom_con_ops_t *ops;
     void *tdata;
     size_t rndv_threshold;
+    uint32_t data_align;   /* pscom_con_set_data_align: 0 none */
+    size_t data_align_min; /* data of at least this size only */
 
     /* peer identity */
     char peer_ep[PSCOM_EP_STR_MAX];
@@ -287,6 +295,8 @@ void pscom_con_drop_generated(pscom_con_t *con);
 
 /* pscom_rndv.c */
 void pscom_rndv_prepare_send(pscom_con_t *con, pscom_req_t *req);
+size_t pscom_pad_prefix(const pscom_con_t *con, unsigned char *dst, size_t before,
+                        uint64_t data_len);
 pscom_req_t *pscom_rndv_dispatch(pscom_con_t *con, pscom_header_net_t *hdr);
 void pscom_rndv_start_pull(pscom_con_t *con, pscom_req_t *req);
 

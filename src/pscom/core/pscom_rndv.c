@@ -87,10 +87,11 @@ void pscom_rndv_start_pull(pscom_con_t *con, pscom_req_t *req)
 static void push_data(pscom_con_t *con, pscom_req_t *req, uint64_t recv_id)
 {
     rndv_fin_t id = {.id = recv_id};
-    put_header(req->prefix, MSGTYPE_RNDV_DATA, sizeof(id), req->pub.data_len);
-    memcpy(req->prefix + HDR_SIZE, &id, sizeof(id));
+    size_t pad = pscom_pad_prefix(con, req->prefix, HDR_SIZE + sizeof(id), req->pub.data_len);
+    put_header(req->prefix + pad, MSGTYPE_RNDV_DATA, sizeof(id), req->pub.data_len);
+    memcpy(req->prefix + pad + HDR_SIZE, &id, sizeof(id));
     req->iov[0].iov_base = req->prefix;
-    req->iov[0].iov_len = HDR_SIZE + sizeof(id);
+    req->iov[0].iov_len = pad + HDR_SIZE + sizeof(id);
     req->iov[1].iov_len = 0;
     req->iov[2].iov_base = req->pub.data;
     req->iov[2].iov_len = req->pub.data_len;
