@@ -151,7 +151,7 @@ PSCOM_PLUGIN_API void *pscom_con_transport_data(pscom_con_t *con);
    core's rendezvous only where the transport has none of its own). */
 PSCOM_PLUGIN_API void pscom_con_set_rendezvous(pscom_con_t *con, size_t threshold);
 /* From con_start, for byte-stream transports: put the data of messages of at least min_len
-   bytes at a multiple of align (a power of two, at most 256) from the start of the message's
+   bytes at a multiple of align (a power of two, at most 64) from the start of the message's
    first write, by a PAD message in front of it. The kernel copies a socket write into its
    buffer at that offset, and some CPUs copy far slower into a misaligned destination. */
 PSCOM_PLUGIN_API void pscom_con_set_data_align(pscom_con_t *con, uint32_t align, size_t min_len);

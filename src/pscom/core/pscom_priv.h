@@ -47,10 +47,11 @@ typedef struct rndv_read {
 /* Largest xheader on the wire: a rendezvous request around the largest user xheader. */
 #define WIRE_XHEADER_MAX (RNDV_PREFIX_SIZE + PSCOM_XHEADER_MAX)
 /* Filler bytes of a PAD message: below one alignment unit (pscom_con_set_data_align) */
-#define PAD_MAX 255
+#define PAD_MAX 63
 /* What a send writes before its header and xheader: a rendezvous request, or a PAD message
-   (and the RNDV_DATA header behind it) */
-#define PREFIX_MAX (2 * HDR_SIZE + PAD_MAX + sizeof(rndv_req_t))
+   and the RNDV_DATA header behind it */
+#define PREFIX_MAX (2 * HDR_SIZE + PAD_MAX + sizeof(rndv_fin_t))
+_Static_assert(PREFIX_MAX >= HDR_SIZE + sizeof(rndv_req_t), "a rendezvous request fits");
 
 /* ---- requests ---- */
 
