@@ -3,12 +3,16 @@
  * pscom, to tell the kernel's share of a tcp transport's large-message latency from ours.
  *
  *   gcc -O2 -o _build/bench/tcp_pp test/bench/tcp_pp.c
- *   _build/bench/tcp_pp BYTES MODE [ITERATIONS]     (default 200)
+ *   _build/bench/tcp_pp BYTES MODE [ITERATIONS [HEADER [OFFSET]]]   (default 200, 0, 0)
  *
  * MODE 0: the message alone, both ways in turn (an eager protocol).
  * MODE 1: before each message the receiver sends the sender 16 bytes.
  * MODE 2: before each message the sender sends 16 bytes and the receiver answers 16 bytes (what
  *         a rendezvous handshake does). Prints the one-way time per message.
+ * HEADER: bytes written in front of each message in the same sendmsg (and read on their own by
+ * the receiver), as a transport's header; OFFSET: where the message lies after a page
+ * boundary. The kernel copies a write into its socket buffer at the write's offset, and on
+ * some CPUs that copy is far slower into a destination off a 64-byte boundary (tcp plugin).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -19,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +45,35 @@ static void put(int fd, const char *b, size_t n)
             die("send");
         b += w;
         n -= (size_t)w;
+    }
+}
+
+static size_t hdr_len; /* HEADER */
+
+/* the message behind hdr_len header bytes, in one sendmsg (then the rest) */
+static void put_msg(int fd, char *b, size_t n)
+{
+    static char hdr[4096];
+    struct iovec iov[2] = {{hdr, hdr_len}, {b, n}};
+    struct msghdr m = {.msg_iov = hdr_len ? iov : iov + 1, .msg_iovlen = hdr_len ? 2 : 1};
+    size_t left = hdr_len + n;
+    while (left) {
+        ssize_t w = sendmsg(fd, &m, MSG_DONTWAIT);
+        if (w < 0 && errno == EAGAIN)
+            continue;
+        if (w < 0)
+            die("sendmsg");
+        left -= (size_t)w;
+        while (w > 0) {
+            size_t k = (size_t)w < m.msg_iov->iov_len ? (size_t)w : m.msg_iov->iov_len;
+            m.msg_iov->iov_base = (char *)m.msg_iov->iov_base + k;
+            m.msg_iov->iov_len -= k;
+            w -= (ssize_t)k;
+            if (!m.msg_iov->iov_len) {
+                m.msg_iov++;
+                m.msg_iovlen--;
+            }
+        }
     }
 }
 
@@ -77,27 +111,32 @@ static void before(int fd, int mode, int sending, char *tok)
 
 static void take(int fd, int mode, char *buf, size_t n, char *tok)
 {
+    static char hdr[4096];
     before(fd, mode, 0, tok);
+    get(fd, hdr, hdr_len);
     get(fd, buf, n);
 }
 
 static void give(int fd, int mode, char *buf, size_t n, char *tok)
 {
     before(fd, mode, 1, tok);
-    put(fd, buf, n);
+    put_msg(fd, buf, n);
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s BYTES MODE(0|1|2) [ITERATIONS]\n", argv[0]);
+        fprintf(stderr, "usage: %s BYTES MODE(0|1|2) [ITERATIONS [HEADER [OFFSET]]]\n", argv[0]);
         return 2;
     }
     size_t n = strtoul(argv[1], NULL, 0);
     int mode = atoi(argv[2]);
     int iters = argc > 3 ? atoi(argv[3]) : 200;
-    char *buf = malloc(n ? n : 1), tok[16] = {0};
-    if (!buf || iters < 1 || mode < 0 || mode > 2)
+    hdr_len = argc > 4 ? strtoul(argv[4], NULL, 0) : 0;
+    size_t offset = argc > 5 ? strtoul(argv[5], NULL, 0) : 0;
+    char *page = aligned_alloc(4096, (n + offset + 4095) / 4096 * 4096 + 4096), tok[16] = {0};
+    char *buf = page + offset;
+    if (!page || iters < 1 || mode < 0 || mode > 2 || hdr_len > 4096 || offset >= 4096)
         return 2;
     memset(buf, 'a', n);
 
@@ -133,6 +172,7 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     waitpid(child, NULL, 0);
     double us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
-    printf("tcp_pp: %zu bytes, mode %d: one-way %.1f us\n", n, mode, us / iters / 2);
+    printf("tcp_pp: %zu bytes, mode %d, header %zu, offset %zu: one-way %.1f us\n", n, mode,
+           hdr_len, offset, us / iters / 2);
     return 0;
 }
