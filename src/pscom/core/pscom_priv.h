@@ -293,11 +293,11 @@ void pscom_send_ctrl(pscom_con_t *con, uint8_t type, const void *xh, size_t xlen
 void pscom_con_fail_requests(pscom_con_t *con, pscom_err_t err);
 pscom_req_t *pscom_recv_match(pscom_con_t *con, pscom_header_net_t *hdr, int rndv);
 void pscom_con_drop_generated(pscom_con_t *con);
+size_t pscom_pad_prefix(const pscom_con_t *con, unsigned char *dst, size_t before,
+                        uint64_t data_len);
 
 /* pscom_rndv.c */
 void pscom_rndv_prepare_send(pscom_con_t *con, pscom_req_t *req);
-size_t pscom_pad_prefix(const pscom_con_t *con, unsigned char *dst, size_t before,
-                        uint64_t data_len);
 pscom_req_t *pscom_rndv_dispatch(pscom_con_t *con, pscom_header_net_t *hdr);
 void pscom_rndv_start_pull(pscom_con_t *con, pscom_req_t *req);
 
