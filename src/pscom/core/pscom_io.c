@@ -130,8 +130,8 @@ PSCOM_API void pscom_post_send(pscom_request_t *pub)
    and xheader in front of it) at the connection's data alignment from the start of dst; returns
    its length, 0 where the connection wants none (pscom_con_set_data_align). Aligned to the
    stream, not to the sender's buffer: the kernel's copy into its socket buffer is then aligned
-   whatever the buffer's alignment (aligning to the buffer instead measured 20-36 us at 64 KiB
-   over loopback, against 17-20). */
+   whatever the buffer's alignment (aligning to the buffer instead measured 18-36 us at 64 KiB
+   over loopback, against 17.5-20). */
 size_t pscom_pad_prefix(const pscom_con_t *con, unsigned char *dst, size_t before,
                         uint64_t data_len)
 {
