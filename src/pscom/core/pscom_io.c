@@ -21,15 +21,6 @@ static size_t gen_inline_class(uint64_t len)
     return len <= 64 ? 64 : len <= 256 ? 256 : GEN_INLINE_MAX;
 }
 
-static inline void set_header(pscom_header_net_t *h, uint8_t type, size_t xlen, uint64_t dlen)
-{
-    h->data_len = dlen;
-    h->xheader_len = (uint16_t)xlen;
-    h->msg_type = type;
-    h->version = PSCOM_WIRE_VERSION;
-    h->reserved = 0;
-}
-
 /* Receiving a small message is one function (pscom_read_feed_user, and recv_whole in the
    parser): the pieces it needs are forced inline into it. */
 #define MSG_PATH inline __attribute__((always_inline))
@@ -115,7 +106,7 @@ PSCOM_API void pscom_post_send(pscom_request_t *pub)
                     pub->xheader_len, pub->max_xheader_len, pub->data_len);
     pub->state = PSCOM_REQ_STATE_SEND | PSCOM_REQ_STATE_POSTED;
     req->flags &= RQ_INTERNAL;
-    set_header(&pub->header, MSGTYPE_USER, pub->xheader_len, pub->data_len);
+    pscom_set_header(&pub->header, MSGTYPE_USER, pub->xheader_len, pub->data_len);
     pscom_con_t *con = get_con(pub->connection);
     /* what the transport takes at once completes here, as it would after the queued write,
        without the queue and its iov (pscom_pp over UCX's shared memory, 8 B: see README) */
@@ -138,9 +129,7 @@ size_t pscom_pad_prefix(const pscom_con_t *con, unsigned char *dst, size_t befor
     if (!con->data_align || data_len < con->data_align_min)
         return 0;
     size_t k = (0 - (HDR_SIZE + before)) & (con->data_align - 1);
-    pscom_header_net_t h;
-    set_header(&h, MSGTYPE_PAD, 0, k);
-    memcpy(dst, &h, HDR_SIZE);
+    pscom_put_header(dst, MSGTYPE_PAD, 0, k);
     memset(dst + HDR_SIZE, 0, k);
     return HDR_SIZE + k;
 }
@@ -250,7 +239,7 @@ void pscom_send_ctrl(pscom_con_t *con, uint8_t type, const void *xh, size_t xlen
         memcpy(req->pub.xheader, xh, xlen);
     if (dlen)
         pscom_memcpy(req->pub.data, data, dlen);
-    set_header(&req->pub.header, type, xlen, dlen);
+    pscom_set_header(&req->pub.header, type, xlen, dlen);
     pscom_con_queue_send(con, req);
 }
 
@@ -266,7 +255,7 @@ PSCOM_API void pscom_send(pscom_connection_t *connection, const void *xheader, s
         memcpy(req->pub.xheader, xheader, xheader_len);
     if (data_len)
         pscom_memcpy(req->pub.data, data, data_len);
-    set_header(&req->pub.header, MSGTYPE_USER, xheader_len, data_len);
+    pscom_set_header(&req->pub.header, MSGTYPE_USER, xheader_len, data_len);
     /* user data: may go by rendezvous, so it is not flagged internal for prepare_iov; the
        buffer lives in the request, which frees itself */
     req->flags = RQ_INTERNAL;
@@ -291,7 +280,7 @@ static int send_user_now(pscom_con_t *con, const void *xheader, size_t xheader_l
         sent = ops->write_user_now(con, xheader, xheader_len, data, data_len) == 1;
     } else if (ops->write_now) {
         pscom_header_net_t h;
-        set_header(&h, MSGTYPE_USER, xheader_len, data_len);
+        pscom_set_header(&h, MSGTYPE_USER, xheader_len, data_len);
         struct iovec iov[3] = {{&h, HDR_SIZE},
                                {(void *)(uintptr_t)xheader, xheader_len},
                                {(void *)(uintptr_t)data, data_len}};
@@ -603,7 +592,7 @@ PSCOM_PLUGIN_API void pscom_read_feed_user(pscom_con_t *con, const void *xheader
     _Alignas(16) unsigned char buf[HDR_SIZE + 256];
     pscom_header_net_t *h = (pscom_header_net_t *)buf;
     if (likely(!con->rs.data_left && !con->rs.hlen && xlen <= sizeof(buf) - HDR_SIZE)) {
-        set_header(h, MSGTYPE_USER, xlen, dlen);
+        pscom_set_header(h, MSGTYPE_USER, xlen, dlen);
         pscom_copy_small(buf + HDR_SIZE, xheader, xlen);
         recv_whole(con, h, data, dlen);
         return;
@@ -611,7 +600,7 @@ PSCOM_PLUGIN_API void pscom_read_feed_user(pscom_con_t *con, const void *xheader
     /* in the middle of another message (a transport bug) or a long user header: the parser,
        which also refuses one that is too long */
     pscom_header_net_t hdr;
-    set_header(&hdr, MSGTYPE_USER, xlen > UINT16_MAX ? UINT16_MAX : xlen, dlen);
+    pscom_set_header(&hdr, MSGTYPE_USER, xlen > UINT16_MAX ? UINT16_MAX : xlen, dlen);
     pscom_read_feed(con, &hdr, HDR_SIZE);
     if (xlen && con->pub.state != PSCOM_CON_STATE_ERROR)
         pscom_read_feed(con, xheader, xlen);

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 #include "pscom.h"
 #include "pscom_list.h"
@@ -42,7 +43,24 @@ typedef struct rndv_read {
     uint64_t recv_id;
 } rndv_read_t;
 
-#define HDR_SIZE         sizeof(pscom_header_net_t)
+#define HDR_SIZE sizeof(pscom_header_net_t)
+
+/* A message header: in place, or written to dst at any alignment (the prefix buffer) */
+static inline void pscom_set_header(pscom_header_net_t *h, uint8_t type, size_t xlen, uint64_t dlen)
+{
+    h->data_len = dlen;
+    h->xheader_len = (uint16_t)xlen;
+    h->msg_type = type;
+    h->version = PSCOM_WIRE_VERSION;
+    h->reserved = 0;
+}
+
+static inline void pscom_put_header(void *dst, uint8_t type, size_t xlen, uint64_t dlen)
+{
+    pscom_header_net_t h;
+    pscom_set_header(&h, type, xlen, dlen);
+    memcpy(dst, &h, sizeof(h));
+}
 #define RNDV_PREFIX_SIZE (sizeof(rndv_req_t) + HDR_SIZE)
 /* Largest xheader on the wire: a rendezvous request around the largest user xheader. */
 #define WIRE_XHEADER_MAX (RNDV_PREFIX_SIZE + PSCOM_XHEADER_MAX)

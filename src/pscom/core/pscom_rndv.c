@@ -11,16 +11,6 @@
 #define RQ_RNDV_WAIT 0x20
 #define RQ_PUSH      0x40
 
-static void put_header(void *dst, uint8_t type, size_t xlen, uint64_t dlen)
-{
-    pscom_header_net_t h = {.data_len = dlen,
-                            .xheader_len = (uint16_t)xlen,
-                            .msg_type = type,
-                            .version = PSCOM_WIRE_VERSION,
-                            .reserved = 0};
-    memcpy(dst, &h, sizeof(h));
-}
-
 void pscom_rndv_prepare_send(pscom_con_t *con, pscom_req_t *req)
 {
     req->id = con->next_rndv_id++;
@@ -30,7 +20,8 @@ void pscom_rndv_prepare_send(pscom_con_t *con, pscom_req_t *req)
                     .addr = (uint64_t)(uintptr_t)req->pub.data,
                     .len = req->pub.data_len,
                     .reserved = 0};
-    put_header(req->prefix, MSGTYPE_RNDV_REQ, RNDV_PREFIX_SIZE + req->pub.header.xheader_len, 0);
+    pscom_put_header(req->prefix, MSGTYPE_RNDV_REQ, RNDV_PREFIX_SIZE + req->pub.header.xheader_len,
+                     0);
     memcpy(req->prefix + HDR_SIZE, &r, sizeof(r));
     req->iov[0].iov_base = req->prefix;
     req->iov[0].iov_len = HDR_SIZE + sizeof(rndv_req_t);
@@ -88,7 +79,7 @@ static void push_data(pscom_con_t *con, pscom_req_t *req, uint64_t recv_id)
 {
     rndv_fin_t id = {.id = recv_id};
     size_t pad = pscom_pad_prefix(con, req->prefix, HDR_SIZE + sizeof(id), req->pub.data_len);
-    put_header(req->prefix + pad, MSGTYPE_RNDV_DATA, sizeof(id), req->pub.data_len);
+    pscom_put_header(req->prefix + pad, MSGTYPE_RNDV_DATA, sizeof(id), req->pub.data_len);
     memcpy(req->prefix + pad + HDR_SIZE, &id, sizeof(id));
     req->iov[0].iov_base = req->prefix;
     req->iov[0].iov_len = pad + HDR_SIZE + sizeof(id);
