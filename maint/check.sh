@@ -53,18 +53,26 @@ if [ -x "$top/install/bin/mpiexec" ]; then
     echo "== MPI tests, representative set, with MPIR_CVAR_NOLOCAL=1 MPIR_CVAR_NUM_CLIQUES=2"
     PSMPI_PREFIX="$top/install" MPIR_CVAR_NOLOCAL=1 MPIR_CVAR_NUM_CLIQUES=2 prove $rep || status=1
     if "$top/install/bin/pscom_info" 2>/dev/null | grep -qE '^ *ucp +[0-9]+ +[^ ]+ +yes'; then
+        # ucp alone: MPI's matching is UCX's (PSP_UCP_TAG=1, the default there); once more
+        # with pscom's matching over UCX's active messages
         for tls in tcp posix,cma,self; do
             echo "== MPI tests, representative set, ucp only with UCX_TLS=$tls"
             PSMPI_PREFIX="$top/install" MPITEST_NPS="2 4" PSP_SHM=0 PSP_TCP=0 UCX_TLS=$tls \
                 prove $rep || status=1
         done
+        echo "== MPI tests, representative set, ucp only with PSP_UCP_TAG=0 UCX_TLS=posix,cma,self"
+        PSMPI_PREFIX="$top/install" MPITEST_NPS="2 4" PSP_SHM=0 PSP_TCP=0 PSP_UCP_TAG=0 \
+            UCX_TLS=posix,cma,self prove $rep || status=1
     else
         echo "== MPI tests over ucp skipped: pscom_info lists no usable ucp plugin"
     fi
     # MPICH's own test suite, its fast representative subset (maint/mpich-tests.quick; the whole
     # suite, about an hour per variant here, is `maint/mpich-tests.sh`, README)
     if [ -x "${MPICH_SRC:-$top/_build/mpich-4.0.2}/test/mpi/configure" ]; then
-        for variant in default tcp; do
+        variants="default tcp"
+        "$top/install/bin/pscom_info" 2>/dev/null | grep -qE '^ *ucp +[0-9]+ +[^ ]+ +yes' &&
+            variants="$variants ucp"
+        for variant in $variants; do
             echo "== MPICH test suite, quick subset, variant $variant"
             maint/mpich-tests.sh --quick --variant=$variant || status=1
         done

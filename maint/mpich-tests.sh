@@ -5,7 +5,7 @@
 #     --mpi=ours        install/ (default)
 #     --mpi=debian      Debian's MPICH (mpicc.mpich, mpiexec.mpich), for comparison
 #     --mpi=PREFIX      any MPI with PREFIX/bin/{mpicc,mpiexec}
-#     --variant=default|tcp|cliques
+#     --variant=default|tcp|cliques|ucp
 #                       tcp: PSP_SHM=0 PSP_UCP=0 (Debian: UCX_TLS=tcp,self);
 #                       cliques: MPIR_CVAR_NOLOCAL=1 MPIR_CVAR_NUM_CLIQUES=2 (inter-node paths)
 #     --maxnp=N         most ranks per test (default 8; a test asking for more runs with N)
@@ -72,7 +72,9 @@ case $variant in
     default) ;;
     tcp) if [ "$mpi" = debian ]; then venv=('UCX_TLS=tcp,self'); else venv=(PSP_SHM=0 PSP_UCP=0); fi ;;
     cliques) venv=(MPIR_CVAR_NOLOCAL=1 MPIR_CVAR_NUM_CLIQUES=2) ;;
-    *) echo "mpich-tests: --variant=default|tcp|cliques" >&2; exit 2 ;;
+    # UCX alone, over its shared memory: ours then matches in UCX (PSP_UCP_TAG)
+    ucp) if [ "$mpi" = debian ]; then venv=('UCX_TLS=posix,cma,self'); else venv=(PSP_SHM=0 PSP_TCP=0 'UCX_TLS=posix,cma,self'); fi ;;
+    *) echo "mpich-tests: --variant=default|tcp|cliques|ucp" >&2; exit 2 ;;
 esac
 
 for f in "$mpicc" "$mpiexec"; do

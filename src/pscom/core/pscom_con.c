@@ -197,6 +197,8 @@ void pscom_con_established(pscom_con_t *con, const pscom_plugin_t *plugin, int f
     }
     if (!list_empty(&con->sendq) && con->pub.state == PSCOM_CON_STATE_RW)
         con->ops->write_start(con);
+    if (con->tag_wait && con->pub.state == PSCOM_CON_STATE_RW)
+        pscom_tag_con_ready(con);
 }
 
 void pscom_con_set_transport(pscom_con_t *con, const pscom_con_ops_t *ops, void *data)

@@ -880,6 +880,7 @@ static void move_all(list_head_t *from, list_head_t *to, size_t link_offset)
 void pscom_con_fail_requests(pscom_con_t *con, pscom_err_t err)
 {
     (void)err;
+    pscom_tag_con_failed(con);
     list_head_t sends = LIST_HEAD_INIT(sends), recvs = LIST_HEAD_INIT(recvs);
     list_head_t rsends = LIST_HEAD_INIT(rsends), rrecvs = LIST_HEAD_INIT(rrecvs), *p;
     move_all(&con->sendq, &sends, 0);

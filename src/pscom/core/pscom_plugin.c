@@ -305,6 +305,33 @@ const pscom_plugin_t *pscom_plugin_get(int index)
     return s->available ? s->plugin : NULL;
 }
 
+/* The transport that may match a socket's tagged messages: the one enabled besides loop (whose
+   connections it then takes over), if it offers tag matching. */
+const pscom_plugin_t *pscom_plugin_tag_transport(char *why, size_t whylen)
+{
+    const pscom_plugin_t *only = NULL;
+    for (int i = 0; i < n_order; i++) {
+        const pscom_plugin_t *p = pscom_plugin_get(i);
+        if (!p || !strcmp(p->name, "loop"))
+            continue;
+        if (only) {
+            snprintf(why, whylen, "transports %s and %s are enabled (only one may be)", only->name,
+                     p->name);
+            return NULL;
+        }
+        only = p;
+    }
+    if (!only) {
+        snprintf(why, whylen, "no transport enabled");
+        return NULL;
+    }
+    if (!only->tag) {
+        snprintf(why, whylen, "transport %s does not match tags", only->name);
+        return NULL;
+    }
+    return only->tag->usable(why, whylen) ? only : NULL;
+}
+
 int pscom_plugin_index(const char *name)
 {
     for (int i = 0; i < n_order; i++)

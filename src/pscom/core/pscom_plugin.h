@@ -21,9 +21,10 @@
 #include <time.h>
 #include "pscom.h"
 
-/* 0x0106: node_oversubscribed; 0x0105: header_user_xlen, read_feed_user, write_user_now; 0x0104:
+/* 0x0107: tag matching (pscom_tag_ops_t, pscom_con_tag_on, pscom_con_set_tag_ep); 0x0106:
+   node_oversubscribed; 0x0105: header_user_xlen, read_feed_user, write_user_now; 0x0104:
    con_default_rendezvous; 0x0103: con_closing; 0x0102: write_now; 0x0101: held sends, cma */
-#define PSCOM_PLUGIN_API_VERSION 0x0106
+#define PSCOM_PLUGIN_API_VERSION 0x0107
 #define PSCOM_HS_BLOB_MAX        512 /* largest handshake blob of one plugin */
 
 #define likely(x)   __builtin_expect(!!(x), 1)
@@ -116,6 +117,23 @@ typedef struct pscom_con_ops {
                           size_t dlen);
 } pscom_con_ops_t;
 
+/* Optional: a transport that matches tagged messages itself (pscom.h, "Tag matching in the
+   transport"). Core hands it the matching only of a socket all of whose connections it carries;
+   its queues are process-wide. The calls return as pscom_tag_send and friends. */
+typedef struct pscom_tag_ops {
+    /* Can it match tags here? 1, or 0 with why (e.g. switched off by the user). Once, before
+       enable. */
+    int (*usable)(char *why, size_t whylen);
+    /* From now on: completions go to done (with the operation's user pointer). */
+    void (*enable)(pscom_tag_done_t done);
+    /* ep: what the transport gave for the connection (pscom_con_set_tag_ep) */
+    int (*send)(void *ep, uint64_t tag, const void *buf, size_t len, int sync, void *user);
+    int (*recv)(uint64_t tag, uint64_t mask, void *buf, size_t len, void *user, void **op);
+    int (*probe)(uint64_t tag, uint64_t mask, pscom_tag_info_t *info, void **msg);
+    int (*msg_recv)(void *msg, void *buf, size_t len, void *user);
+    void (*cancel)(void *op);
+} pscom_tag_ops_t;
+
 typedef struct pscom_plugin {
     const char *name;           /* "shm": also the PSP_SHM, PSP_SHM_RENDEZVOUS variable names */
     unsigned int api_version;   /* PSCOM_PLUGIN_API_VERSION */
@@ -138,6 +156,7 @@ typedef struct pscom_plugin {
     void (*con_abort)(pscom_con_t *con);
     /* Both sides agreed: set the data path (pscom_con_set_transport), take ownership of fd. */
     void (*con_start)(pscom_con_t *con, int fd);
+    const pscom_tag_ops_t *tag; /* optional: tag matching in the transport */
 } pscom_plugin_t;
 
 /* ---- what core offers plugins ---- */
@@ -162,6 +181,12 @@ PSCOM_PLUGIN_API void pscom_con_default_rendezvous(pscom_con_t *con, size_t thre
 /* Copy len bytes from address remote of process pid into dst (process_vm_readv, for
    rndv_pull between processes of one node). 0, or -1 with errno. */
 PSCOM_PLUGIN_API int pscom_cma_read(int pid, void *dst, uint64_t remote, size_t len);
+/* Does con's socket hand its tagged messages to this transport? (Both ends must agree: a
+   transport that offers tag matching says so in its handshake and declines a mismatch.) */
+PSCOM_PLUGIN_API int pscom_con_tag_on(pscom_con_t *con);
+/* From con_start on, a transport with tag matching: its handle for tag->send to this peer; NULL
+   when the connection closes. */
+PSCOM_PLUGIN_API void pscom_con_set_tag_ep(pscom_con_t *con, void *ep);
 /* Identity of the peer, known from the handshake. */
 PSCOM_PLUGIN_API int pscom_con_peer_pid(pscom_con_t *con);
 PSCOM_PLUGIN_API int pscom_con_peer_same_node(pscom_con_t *con);

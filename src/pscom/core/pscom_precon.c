@@ -208,6 +208,8 @@ static void offer_next_plugin(precon_t *pre)
     pscom_con_t *con = pre->con;
     for (; pre->plugin_idx < pscom_plugin_count(); pre->plugin_idx++) {
         const pscom_plugin_t *p = pscom_plugin_get(pre->plugin_idx);
+        if (!p || (con->sock->tag_plugin && p != con->sock->tag_plugin))
+            continue; /* tag matching in a transport: it carries every connection */
         unsigned char buf[PAYLOAD_MAX];
         arch_req_t *req = (arch_req_t *)buf;
         size_t len = 0;
@@ -424,6 +426,9 @@ static void acceptor_frame(precon_t *pre, int type, const unsigned char *payload
         req->name[sizeof(req->name) - 1] = '\0';
         int idx = pscom_plugin_index(req->name);
         const pscom_plugin_t *p = idx >= 0 ? pscom_plugin_get(idx) : NULL;
+        const pscom_plugin_t *only = pre->con->sock->tag_plugin;
+        if (only && p != only)
+            p = NULL; /* tag matching in a transport: it carries every connection */
         unsigned char reply[PAYLOAD_MAX];
         size_t rlen = 0;
         if (p && p->con_accept(pre->con, req->blob, len - sizeof(*req), reply, &rlen) == 0) {

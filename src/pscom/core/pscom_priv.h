@@ -156,7 +156,9 @@ struct pscom_con {
     uint64_t next_rndv_id;
     recv_state_t rs;
 
-    precon_t *precon; /* our outgoing handshake, while connecting */
+    precon_t *precon;                           /* our outgoing handshake, while connecting */
+    void *tag_ep;                               /* pscom_con_set_tag_ep */
+    struct tag_wait *tag_wait, **tag_wait_tail; /* tagged sends waiting for the connection */
 };
 
 static inline pscom_con_t *get_con(pscom_connection_t *pub)
@@ -181,6 +183,7 @@ struct pscom_sock {
     char ep[PSCOM_EP_STR_MAX];
     char addr[PSCOM_EP_STR_MAX]; /* "ip:port": identity for the tie-break */
     size_t con_userdata_size;
+    const pscom_plugin_t *tag_plugin; /* matches this socket's tagged messages (pscom_tag.c) */
 };
 
 static inline pscom_sock_t *get_sock(pscom_socket_t *pub)
@@ -313,6 +316,12 @@ pscom_req_t *pscom_recv_match(pscom_con_t *con, pscom_header_net_t *hdr, int rnd
 void pscom_con_drop_generated(pscom_con_t *con);
 size_t pscom_pad_prefix(const pscom_con_t *con, unsigned char *dst, size_t before,
                         uint64_t data_len);
+
+/* pscom_tag.c */
+void pscom_tag_con_ready(pscom_con_t *con);  /* established: send what waited */
+void pscom_tag_con_failed(pscom_con_t *con); /* fail what waited */
+void pscom_tag_sock_closed(pscom_sock_t *sock);
+const pscom_plugin_t *pscom_plugin_tag_transport(char *why, size_t whylen); /* pscom_plugin.c */
 
 /* pscom_rndv.c */
 void pscom_rndv_prepare_send(pscom_con_t *con, pscom_req_t *req);

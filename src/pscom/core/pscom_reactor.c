@@ -151,6 +151,11 @@ static int idle_fds_due(void)
 
 int pscom_progress_poll(void)
 {
+    unsigned round = ++round_count;
+    pscom_poller_t *only = pollers.next;
+    /* the common case, a job over one transport: its poller alone, no fd due */
+    if (likely(only->next == &pollers && only != &pollers && !n_busy_fds && (round & 255)))
+        return only->poll(only);
     int made = 0;
     pollers_changed = 0;
     for (pscom_poller_t *p = pollers.next; p != &pollers;) {
@@ -161,7 +166,7 @@ int pscom_progress_poll(void)
         p = next;
     }
     /* fds that carry data are polled every round; listen and doorbell fds now and then */
-    if (n_busy_fds > 0 || ((++round_count & 255) == 0 && idle_fds_due()))
+    if (n_busy_fds > 0 || ((round & 255) == 0 && idle_fds_due()))
         made |= epoll_round(0);
     return made;
 }

@@ -141,6 +141,7 @@ void pscom_sock_close(pscom_sock_t *sock)
         pscom_close_connection(&con->pub);
     }
     list_del(&sock->next);
+    pscom_tag_sock_closed(sock);
     sock->magic = 0;
     free(sock);
 }

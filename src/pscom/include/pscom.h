@@ -28,7 +28,7 @@ extern "C" {
 
 /* API version: major << 8 | minor. pscom_init() refuses a different major or a newer minor. */
 #define PSCOM_VERSION_MAJOR 1
-#define PSCOM_VERSION_MINOR 1 /* 1: pscom_set_oversubscribed */
+#define PSCOM_VERSION_MINOR 2 /* 2: tag matching in the transport; 1: pscom_set_oversubscribed */
 #define PSCOM_VERSION       ((PSCOM_VERSION_MAJOR << 8) | PSCOM_VERSION_MINOR)
 
 /* Largest user header of one message. */
@@ -325,6 +325,65 @@ pscom_err_t pscom_recv(pscom_connection_t *con, pscom_socket_t *socket, void *xh
                        pscom_connection_t **con_out);
 
 const char *pscom_req_state_str(unsigned int state);
+
+/* ---------------------------------------------------------------------------------------- */
+/*
+ * Tag matching in the transport. A transport that matches messages itself (UCX) can take over
+ * the matching of one socket's tagged messages: a message carries a 64-bit tag, a receive
+ * names a tag and a mask (the bits that must be equal), and the transport's own queues match
+ * them, with no pscom request, header or recv_accept on the way. Receives are socket-wide: the
+ * tag names the source where that matters. Messages of one connection match in the order they
+ * were sent; tagged messages and pscom's own (pscom_post_send) are not ordered with each other.
+ *
+ * It is offered only where that transport carries every connection of the socket (it is the one
+ * transport enabled; the socket's connections of the process to itself then take it too), and
+ * to one socket per process (the transport's queues are the process's). Turn it on before the
+ * socket's first connection; both ends of a connection must have it on (a connection between
+ * one end with it and one without fails at connect).
+ */
+typedef enum pscom_tag_status {
+    PSCOM_TAG_DONE = 0,
+    PSCOM_TAG_TRUNCATED = 1, /* receive: the message was longer than the buffer */
+    PSCOM_TAG_CANCELED = 2,  /* receive: pscom_tag_cancel took it back */
+    PSCOM_TAG_FAILED = 3,    /* the connection or the transport failed */
+} pscom_tag_status_t;
+
+typedef struct pscom_tag_info {
+    uint64_t tag; /* the message's tag */
+    size_t len;   /* its length (the whole message, also when truncated) */
+} pscom_tag_info_t;
+
+/* Completion of an operation, with its user pointer; info: the message received (receives),
+   NULL for sends. Runs inside a pscom call. */
+typedef void (*pscom_tag_done_t)(void *user, pscom_tag_status_t status,
+                                 const pscom_tag_info_t *info);
+
+/* Hand socket's tagged messages to its transport; done: the completion of each operation.
+   1: on; 0: not possible here (pscom's own matching stays; PSP_DEBUG>=2 logs why). */
+int pscom_socket_tag_matching(pscom_socket_t *socket, pscom_tag_done_t done);
+/* Is it on for socket? */
+int pscom_socket_tag_on(pscom_socket_t *socket);
+/* Send len bytes at buf with tag to con's peer (sync: complete only once a receive matched it).
+   1: sent, buf is free again and done() is not called; 0: in flight, done() follows (buf must
+   stay until then); < 0: a pscom_err_t, nothing sent (con broken or closed). A connection still
+   to be made (on demand) is made now; its messages wait for it in order. */
+int pscom_tag_send(pscom_connection_t *con, uint64_t tag, const void *buf, size_t len, int sync,
+                   void *user);
+/* Receive a message whose tag equals tag in the bits of mask into buf (at most len bytes).
+   0: posted; done() follows, maybe before this returns: *op is then NULL, else a handle for
+   pscom_tag_cancel until done() runs. < 0: a pscom_err_t, not posted. */
+int pscom_tag_recv(pscom_socket_t *socket, uint64_t tag, uint64_t mask, void *buf, size_t len,
+                   void *user, void **op);
+/* Is a matching message there (arrived, not received)? 1 and info filled, or 0. With msg, the
+   message is also taken out of matching: receive it with pscom_tag_msg_recv(*msg). */
+int pscom_tag_probe(pscom_socket_t *socket, uint64_t tag, uint64_t mask, pscom_tag_info_t *info,
+                    void **msg);
+/* Receive a message taken by pscom_tag_probe. 0, and done() follows (maybe before this returns);
+   or < 0. */
+int pscom_tag_msg_recv(pscom_socket_t *socket, void *msg, void *buf, size_t len, void *user);
+/* Take back a posted receive: done() with PSCOM_TAG_CANCELED now, or, if a message already
+   matched it, normal completion later. */
+void pscom_tag_cancel(pscom_socket_t *socket, void *op);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Transports ("plugins") */

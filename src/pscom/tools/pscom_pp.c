@@ -11,9 +11,16 @@
  * {cmd, size, iterations, ...}; the server posts its receives and answers READY, so the timed
  * part never pays for an unexpected message. Control and data share the one connection and
  * rely on its ordering: every side knows exactly how many data messages a phase has.
+ *
+ * --tag: the timed data messages go by the tag API (pscom_tag_send/pscom_tag_recv, matched by
+ * the transport: ucp only), control messages stay pscom requests. The two are not ordered with
+ * each other, so a data message's tag names its number and direction, a receive matches only
+ * that one, and every receive is posted before the control message or data message that lets
+ * the peer send it (READY, or our own ping).
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -68,10 +75,18 @@ struct pp {
     unsigned xheader;
     int verify;
     unsigned long errors;
+    struct tag_op *sop, *rop; /* --tag: nreq each, in place of sreq and rreq */
+};
+
+/* --tag: one operation, completed by tag_done() inside pscom_progress() (or pscom_tag_recv). */
+struct tag_op {
+    int done;
+    pscom_tag_status_t status;
+    pscom_tag_info_t info; /* receives */
 };
 
 static struct {
-    int server, fork_mode, port, csv, verify, lat, bw;
+    int server, fork_mode, port, csv, verify, lat, bw, tag;
     size_t minsize, maxsize, sizes[MAX_SIZES];
     unsigned nsizes, xheader, window, timeout;
     uint64_t loops; /* 0: adaptive */
@@ -278,6 +293,126 @@ static inline void check_recv(struct pp *pp, pscom_request_t *r, size_t size, ui
         report(pp, "size %zu message %" PRIu64 ": xheader differs at byte %zu", size, m, off);
 }
 
+/* ---- --tag: data messages by pscom_tag_send/pscom_tag_recv ---- */
+
+/* Message m of a phase in direction dir; receives match all 64 bits, so a message can only
+   land in the receive meant for it, whatever the order of arrival. */
+static inline uint64_t tag_of(uint64_t m, int dir)
+{
+    return m | (uint64_t)dir << 63;
+}
+
+static void tag_done(void *user, pscom_tag_status_t status, const pscom_tag_info_t *info)
+{
+    struct tag_op *op = user;
+
+    op->status = status;
+    if (info)
+        op->info = *info;
+    op->done = 1;
+}
+
+/* Poll as pscom_wait does: spin, after 20 us without progress also yield the CPU (another
+   process may need it, e.g. the peer on a busy machine), after 1 ms block in 1 ms steps. */
+static void tag_wait_idle(struct tag_op *op)
+{
+    double idle_since = 0, t;
+    unsigned idle = 0;
+
+    while (!op->done) {
+        if (pscom_progress(0)) {
+            idle = 0;
+            idle_since = 0;
+            continue;
+        }
+        if (++idle < 64)
+            continue;
+        t = now();
+        if (!idle_since)
+            idle_since = t;
+        else if (t - idle_since >= 1e-3)
+            pscom_progress(1);
+        else if (t - idle_since >= 20e-6)
+            sched_yield();
+    }
+}
+
+static inline void tag_wait(struct tag_op *op)
+{
+    if (!op->done)
+        tag_wait_idle(op);
+}
+
+static inline void tag_send(struct pp *pp, struct tag_op *op, uint64_t tag, const void *buf,
+                            size_t len)
+{
+    int rc;
+
+    op->done = 0;
+    rc = pscom_tag_send(pp->con, tag, buf, len, 0, op);
+    if (rc < 0)
+        die("pscom_tag_send failed: %s", pscom_err_str((pscom_err_t)rc));
+    if (rc > 0) { /* sent at once: no done() follows */
+        op->status = PSCOM_TAG_DONE;
+        op->done = 1;
+    }
+}
+
+static inline void tag_check_send(struct tag_op *op)
+{
+    tag_wait(op);
+    if (op->status != PSCOM_TAG_DONE)
+        die("tagged send failed: status %d", (int)op->status);
+}
+
+static inline void tag_post_recv(struct pp *pp, struct tag_op *op, uint64_t tag, void *buf,
+                                 size_t len)
+{
+    void *handle;
+    int rc;
+
+    op->done = 0;
+    rc = pscom_tag_recv(pp->sock, tag, ~(uint64_t)0, buf, len, op, &handle);
+    if (rc < 0)
+        die("pscom_tag_recv failed: %s", pscom_err_str((pscom_err_t)rc));
+}
+
+/* Wait for the receive of message m into buf and check it, as check_recv does. */
+static inline void tag_check_recv(struct pp *pp, struct tag_op *op, const void *buf, size_t size,
+                                  uint64_t m, int dir)
+{
+    size_t off;
+
+    tag_wait(op);
+    if (op->status != PSCOM_TAG_DONE && op->status != PSCOM_TAG_TRUNCATED)
+        die("tagged receive of message %" PRIu64 " (size %zu) failed: status %d", m, size,
+            (int)op->status);
+    progress();
+    if (op->status == PSCOM_TAG_TRUNCATED || op->info.len != size ||
+        op->info.tag != tag_of(m, dir)) {
+        report(pp,
+               "size %zu message %" PRIu64 ": got %zu bytes with tag 0x%" PRIx64
+               ", want %zu with tag 0x%" PRIx64 "%s",
+               size, m, op->info.len, op->info.tag, size, tag_of(m, dir),
+               op->status == PSCOM_TAG_TRUNCATED ? " (truncated)" : "");
+        return;
+    }
+    if (!pp->verify)
+        return;
+    off = check(buf, size, seed_of(size, m, dir));
+    if (off != SIZE_MAX)
+        report(pp, "size %zu message %" PRIu64 ": data differs at byte %zu", size, m, off);
+}
+
+/* Right after the socket is made, before its first connection. */
+static void tag_enable(pscom_socket_t *sock)
+{
+    if (!pscom_socket_tag_matching(sock, tag_done))
+        die("--tag: tag matching in the transport is not available here; it needs ucp as the "
+            "only transport: set PSP_SHM=0 PSP_TCP=0 (and UCX_TLS as wanted, e.g. "
+            "posix,cma,self or tcp; PSP_UCP_TAG must not be 0). PSP_DEBUG=2 tells why.");
+}
+
 static void ctl_post_recv(struct pp *pp)
 {
     pscom_request_t *r = pp->ctl_r;
@@ -362,7 +497,11 @@ static void setup(struct pp *pp, size_t bufsize, unsigned nreq, unsigned xheader
     pp->verify = verify;
     pp->sreq = calloc(nreq, sizeof(*pp->sreq));
     pp->rreq = calloc(nreq, sizeof(*pp->rreq));
-    if (!pp->sreq || !pp->rreq)
+    if (opt.tag) {
+        pp->sop = calloc(nreq, sizeof(*pp->sop));
+        pp->rop = calloc(nreq, sizeof(*pp->rop));
+    }
+    if (!pp->sreq || !pp->rreq || (opt.tag && (!pp->sop || !pp->rop)))
         die("out of memory");
     for (i = 0; i < nreq; i++) {
         pp->sreq[i] = new_req(xheader);
@@ -383,17 +522,46 @@ static void teardown(struct pp *pp)
     pscom_request_free(pp->ctl_r);
     free(pp->sreq);
     free(pp->rreq);
+    free(pp->sop);
+    free(pp->rop);
     free(pp->sbuf);
     free(pp->rbuf);
 }
 
 /* ---- server ---- */
 
+static void server_lat_tag(struct pp *pp, const struct ctl *c)
+{
+    struct tag_op *s = &pp->sop[0], *r = &pp->rop[0];
+    size_t size = c->size;
+    uint64_t m, iters = c->iters;
+
+    if (iters)
+        tag_post_recv(pp, r, tag_of(0, DIR_PING), pp->rbuf, pp->bufsize);
+    ctl_post(pp, &(struct ctl){.cmd = CMD_READY});
+    ctl_flush(pp);
+
+    for (m = 0; m < iters; m++) {
+        tag_check_recv(pp, r, pp->rbuf, size, m, DIR_PING);
+        if (m + 1 < iters)
+            tag_post_recv(pp, r, tag_of(m + 1, DIR_PING), pp->rbuf, pp->bufsize);
+        if (pp->verify)
+            fill(pp->sbuf, size, seed_of(size, m, DIR_PONG));
+        tag_send(pp, s, tag_of(m, DIR_PONG), pp->sbuf, size);
+        tag_check_send(s);
+    }
+}
+
 static void server_lat(struct pp *pp, const struct ctl *c)
 {
     pscom_request_t *s = pp->sreq[0], *r = pp->rreq[0];
     size_t size = c->size;
     uint64_t m, iters = c->iters;
+
+    if (opt.tag) {
+        server_lat_tag(pp, c);
+        return;
+    }
 
     s->connection = pp->con;
     s->data = pp->sbuf;
@@ -422,6 +590,32 @@ static void server_lat(struct pp *pp, const struct ctl *c)
     }
 }
 
+static void server_bw_tag(struct pp *pp, const struct ctl *c)
+{
+    size_t size = c->size;
+    unsigned j, w, window = c->window, depth = c->depth, nslots = c->nslots;
+    uint64_t m, nmsg = c->iters * window;
+
+    for (j = 0; j < depth && j < nmsg; j++)
+        tag_post_recv(pp, &pp->rop[j], tag_of(j, DIR_PING), pp->rbuf + (j % nslots) * size, size);
+    ctl_post(pp, &(struct ctl){.cmd = CMD_READY});
+
+    for (m = 0, j = 0, w = 0; m < nmsg; m++) {
+        char *buf = pp->rbuf + (j % nslots) * size;
+
+        tag_check_recv(pp, &pp->rop[j], buf, size, m, DIR_PING);
+        if (m + depth < nmsg)
+            tag_post_recv(pp, &pp->rop[j], tag_of(m + depth, DIR_PING), buf, size);
+        if (++j == depth)
+            j = 0;
+        if (++w == window) {
+            w = 0;
+            ctl_post(pp, &(struct ctl){.cmd = CMD_ACK});
+        }
+    }
+    ctl_flush(pp);
+}
+
 static void server_bw(struct pp *pp, const struct ctl *c)
 {
     size_t size = c->size;
@@ -432,6 +626,10 @@ static void server_bw(struct pp *pp, const struct ctl *c)
         (uint64_t)nslots * size > pp->bufsize)
         die("protocol error: bad bandwidth phase (window %u depth %u slots %u size %zu)", window,
             depth, nslots, size);
+    if (opt.tag) {
+        server_bw_tag(pp, c);
+        return;
+    }
     for (j = 0; j < depth; j++) {
         pscom_request_t *r = pp->rreq[j];
         r->connection = pp->con;
@@ -477,6 +675,8 @@ static int server_main(int ep_fd)
     if (!pp.sock)
         die("pscom_open_socket failed");
     pp.sock->ops.con_error = on_con_error;
+    if (opt.tag)
+        tag_enable(pp.sock);
     pscom_socket_set_name(pp.sock, "pp_server");
     err = pscom_listen(pp.sock, opt.port);
     if (err != PSCOM_SUCCESS)
@@ -499,8 +699,10 @@ static int server_main(int ep_fd)
     c = ctl_wait(&pp, CMD_HELLO);
     pp.con = pp.ctl_r->connection;
     pscom_stop_listen(pp.sock); /* one peer only */
-    if (!c->window || c->window > MAX_WINDOW || c->xheader > PSCOM_XHEADER_MAX)
-        die("protocol error: bad HELLO (window %u, xheader %u)", c->window, c->xheader);
+    if (!c->window || c->window > MAX_WINDOW || c->xheader > PSCOM_XHEADER_MAX ||
+        (opt.tag && c->xheader))
+        die("protocol error: bad HELLO (window %u, xheader %u%s)", c->window, c->xheader,
+            opt.tag ? ", --tag" : "");
     if (ep_fd < 0) {
         printf("peer: %s\n", pscom_con_str(pp.con));
         fflush(stdout);
@@ -535,6 +737,25 @@ static int server_main(int ep_fd)
 
 /* ---- client ---- */
 
+static double client_lat_tag(struct pp *pp, size_t size, uint64_t iters)
+{
+    struct tag_op *s = &pp->sop[0], *r = &pp->rop[0];
+    uint64_t m;
+    double t0;
+
+    t0 = now();
+    for (m = 0; m < iters; m++) {
+        if (pp->verify)
+            fill(pp->sbuf, size, seed_of(size, m, DIR_PING));
+        /* Receive posted before the send: the pong never lands in the unexpected queue. */
+        tag_post_recv(pp, r, tag_of(m, DIR_PONG), pp->rbuf, pp->bufsize);
+        tag_send(pp, s, tag_of(m, DIR_PING), pp->sbuf, size);
+        tag_check_send(s);
+        tag_check_recv(pp, r, pp->rbuf, size, m, DIR_PONG);
+    }
+    return now() - t0;
+}
+
 static double client_lat(struct pp *pp, size_t size, uint64_t iters)
 {
     pscom_request_t *s = pp->sreq[0], *r = pp->rreq[0];
@@ -561,6 +782,37 @@ static double client_lat(struct pp *pp, size_t size, uint64_t iters)
         pscom_wait(r);
         check_recv(pp, r, size, m, DIR_PONG);
     }
+    return now() - t0;
+}
+
+static double client_bw_tag(struct pp *pp, size_t size, uint64_t iters, unsigned depth,
+                            unsigned nslots)
+{
+    unsigned j, w, window = opt.window;
+    uint64_t m, nmsg = iters * window;
+    double t0;
+
+    t0 = now();
+    ctl_post_recv(pp); /* the first ack */
+    for (m = 0, j = 0, w = 0; m < nmsg; m++) {
+        char *buf = pp->sbuf + (j % nslots) * size;
+
+        if (m >= depth)
+            tag_check_send(&pp->sop[j]);
+        if (pp->verify)
+            fill(buf, size, seed_of(size, m, DIR_PING));
+        tag_send(pp, &pp->sop[j], tag_of(m, DIR_PING), buf, size);
+        if (++j == depth)
+            j = 0;
+        if (++w == window) {
+            w = 0;
+            ctl_wait(pp, CMD_ACK);
+            if (m + 1 < nmsg)
+                ctl_post_recv(pp);
+        }
+    }
+    for (j = 0; j < depth && j < nmsg; j++)
+        tag_check_send(&pp->sop[j]);
     return now() - t0;
 }
 
@@ -621,8 +873,9 @@ static double run_phase(struct pp *pp, uint32_t cmd, size_t size, uint64_t iters
     ctl_wait(pp, CMD_READY);
     ctl_flush(pp);
     if (cmd == CMD_LAT)
-        return client_lat(pp, size, iters);
-    return client_bw(pp, size, iters, c.depth, c.nslots);
+        return opt.tag ? client_lat_tag(pp, size, iters) : client_lat(pp, size, iters);
+    return opt.tag ? client_bw_tag(pp, size, iters, c.depth, c.nslots)
+                   : client_bw(pp, size, iters, c.depth, c.nslots);
 }
 
 /*
@@ -700,13 +953,17 @@ static int client_main(const char *ep)
     if (!pp.sock)
         die("pscom_open_socket failed");
     pp.sock->ops.con_error = on_con_error;
+    if (opt.tag)
+        tag_enable(pp.sock); /* before the first connection */
     pscom_socket_set_name(pp.sock, "pp_client");
     pp.con = pscom_open_connection(pp.sock);
     if (!pp.con)
         die("pscom_open_connection failed");
     err = pscom_connect(pp.con, ep, PSCOM_CON_FLAG_DIRECT);
     if (err != PSCOM_SUCCESS)
-        die("cannot connect to '%s': %s", ep, pscom_err_str(err));
+        die("cannot connect to '%s': %s%s", ep, pscom_err_str(err),
+            opt.tag ? " (with --tag, the server needs --tag too)"
+                    : " (if the server runs with --tag, so must the client)");
 
     for (i = 0; i < opt.nsizes; i++)
         bufsize = opt.sizes[i] > bufsize ? opt.sizes[i] : bufsize;
@@ -722,8 +979,10 @@ static int client_main(const char *ep)
     ctl_wait(&pp, CMD_HELLO);
 
     if (!opt.csv) {
-        printf("# pscom_pp: libpscom %s, transport %s, peer %s\n", pscom_version_str(),
-               pp.con->transport, pscom_con_str(pp.con));
+        printf("# pscom_pp: libpscom %s, transport %s%s, peer %s\n", pscom_version_str(),
+               pp.con->transport,
+               opt.tag ? " (--tag: data by pscom_tag_send/recv, matched in the transport)" : "",
+               pscom_con_str(pp.con));
         printf("# xheader %u bytes, verify %s, MB/s = 10^6 bytes/s\n", opt.xheader,
                opt.verify ? "on (timings include filling and checking)" : "off");
     } else {
@@ -758,7 +1017,7 @@ static void usage(void)
 {
     printf(
         "Usage: pscom_pp [--fork] [OPTION]...      measure against a forked server (default)\n"
-        "       pscom_pp -s [-p PORT] [--timeout SEC]  serve one client\n"
+        "       pscom_pp -s [-p PORT] [--tag] [--timeout SEC]  serve one client\n"
         "       pscom_pp [OPTION]... EP_STR            measure against a server\n"
         "Ping-pong latency and streaming bandwidth over libpscom. The library chooses the\n"
         "transport (steer it with PSP_SHM=0, PSP_TCP=0, ...); the one used is printed.\n"
@@ -778,6 +1037,10 @@ static void usage(void)
         "      --window W     --bw: messages in flight per iteration (default 64)\n"
         "      --xheader N    bytes of user header per message (default 0, max %d)\n"
         "      --verify       check the content of every message; exit 1 on errors\n"
+        "      --tag          data messages by the tag API (pscom_tag_send/pscom_tag_recv,\n"
+        "                     matched in the transport), not pscom requests; needs ucp as\n"
+        "                     the only transport (PSP_SHM=0 PSP_TCP=0) and no --xheader;\n"
+        "                     a server for such a client must run with --tag too\n"
         "      --csv          print CSV: mode,transport,size,loops,usec,mb_per_s\n"
         "      --timeout SEC  give up after SEC seconds without progress (default 120, 0: never)\n"
         "  -h, --help         show this help\n"
@@ -852,6 +1115,7 @@ static void parse_args(int argc, char **argv)
         O_WIN,
         O_XH,
         O_VERIFY,
+        O_TAG,
         O_CSV,
         O_TIMEOUT,
         O_VERSION
@@ -870,6 +1134,7 @@ static void parse_args(int argc, char **argv)
         {"window", required_argument, NULL, O_WIN},
         {"xheader", required_argument, NULL, O_XH},
         {"verify", no_argument, NULL, O_VERIFY},
+        {"tag", no_argument, NULL, O_TAG},
         {"csv", no_argument, NULL, O_CSV},
         {"timeout", required_argument, NULL, O_TIMEOUT},
         {"help", no_argument, NULL, 'h'},
@@ -921,6 +1186,9 @@ static void parse_args(int argc, char **argv)
         case O_VERIFY:
             opt.verify = 1;
             break;
+        case O_TAG:
+            opt.tag = 1;
+            break;
         case O_CSV:
             opt.csv = 1;
             break;
@@ -950,6 +1218,8 @@ static void parse_args(int argc, char **argv)
         usage_error("--port is for the server (-s or --fork)");
     if (!opt.window)
         usage_error("--window must be at least 1");
+    if (opt.tag && opt.xheader)
+        usage_error("--xheader is not possible with --tag (tagged messages carry no header)");
     if (!opt.server && !opt.ep)
         opt.fork_mode = 1; /* the default */
     if (!opt.lat && !opt.bw)

@@ -52,6 +52,11 @@ static const pscom_env_row_t ucp_env[] = {
      "vanished; UCX then sends over a single lane). 0: a peer's exit is noticed by the "
      "handshake socket, and UCX may spread large messages over several devices.",
      PSCOM_ENV_BOOL, &ucp_cfg.peer_failure, 0, 0},
+    {"PSP_UCP_TAG", "1",
+     "Where ucp is the only transport (PSP_SHM=0 PSP_TCP=0 ...), MPI's point-to-point messages "
+     "are matched by UCX's tag matching, as UCX's own MPI netmods do, instead of pscom's (0: "
+     "pscom matches them; they go as UCX active messages). Must be the same in all processes.",
+     PSCOM_ENV_BOOL, &ucp_cfg.tag, 0, 0},
     {"PSP_UCP_HUP_MS", "300",
      "Milliseconds to wait, after a peer's handshake socket closed, for its goodbye and the "
      "messages before it, before the connection counts as lost.",
@@ -61,13 +66,16 @@ static const pscom_env_row_t ucp_env[] = {
 
 /* ---- handshake blob ---- */
 
-#define BLOB_MAGIC 0x32504355u /* "UCP2": the message header of ucp_priv.h (12 bytes) */
+#define BLOB_MAGIC 0x33504355u /* "UCP3": tag matching flag */
+#define BLOB_TAG   0x1u        /* ucp_blob_t.flags: the sender's socket matches tags in UCX */
 
 typedef struct ucp_blob {
     uint32_t magic;
+    uint32_t flags;
     uint32_t addr_len; /* bytes of worker address that follow */
-    uint64_t id;       /* the sender's connection id: goes into every message to it */
-    uint64_t check;    /* hash of the above (check 0) and the address */
+    uint32_t unused;
+    uint64_t id;    /* the sender's connection id: goes into every message to it */
+    uint64_t check; /* hash of the above (check 0) and the address */
     unsigned char addr[];
 } ucp_blob_t;
 
@@ -448,6 +456,7 @@ static void ucp_close(pscom_con_t *con)
 {
     uc_t *uc = pscom_con_transport_data(con);
     pscom_con_set_transport(con, NULL, NULL);
+    pscom_con_set_tag_ep(con, NULL);
     if (uc)
         uc_shutdown(uc);
 }
@@ -495,7 +504,10 @@ static size_t fill_blob(uc_t *uc, void *blob)
 {
     size_t alen;
     const void *addr = ux_address(&alen);
-    ucp_blob_t b = {.magic = BLOB_MAGIC, .addr_len = (uint32_t)alen, .id = uc->id};
+    ucp_blob_t b = {.magic = BLOB_MAGIC,
+                    .flags = pscom_con_tag_on(uc->con) ? BLOB_TAG : 0,
+                    .addr_len = (uint32_t)alen,
+                    .id = uc->id};
     b.check = blob_hash(&b, addr);
     memcpy(blob, &b, sizeof(b));
     memcpy((char *)blob + sizeof(b), addr, alen);
@@ -514,6 +526,14 @@ static int uc_connect(uc_t *uc, pscom_con_t *con, const void *blob, size_t len)
     if (b.magic != BLOB_MAGIC || b.addr_len == 0 || b.id > UINT32_MAX ||
         b.addr_len != len - sizeof(b) || b.check != blob_hash(&b, (const char *)blob + sizeof(b))) {
         PSCOM_LOG(2, "%s: malformed ucp handshake blob (%zu bytes)", pscom_con_name(con), len);
+        return -1;
+    }
+    if (!(b.flags & BLOB_TAG) != !pscom_con_tag_on(con)) {
+        pscom_log(1,
+                  "%s: ucp: %s matches MPI messages in UCX and %s does not (PSP_UCP_TAG, or "
+                  "other transports enabled, differ between the two)",
+                  pscom_con_name(con), b.flags & BLOB_TAG ? "the peer" : "this process",
+                  b.flags & BLOB_TAG ? "this process" : "the peer");
         return -1;
     }
     /* UCX parses the address without a length: give it zeros past the end, not our stack */
@@ -606,6 +626,7 @@ static void ucp_start(pscom_con_t *con, int fd)
     uc->started = 1;
     list_add(&active, uc);
     pscom_con_set_transport(con, &ucp_ops, uc);
+    pscom_con_set_tag_ep(con, uc->ep); /* tag matching in UCX: core sends there directly */
     /* UCX's own rendezvous is off here (see uc_connect): large messages go by core's */
     uc->cma_ok = uc->eager && ucp_cfg.cma && pscom_con_peer_same_node(con);
     if (uc->cma_ok)
@@ -619,7 +640,7 @@ static void ucp_start(pscom_con_t *con, int fd)
 static int ucp_init(void)
 {
     char why[200];
-    if (ux_init(ucp_on_recv, on_ep_error, &ucp_max_header, why, sizeof(why)) != 0) {
+    if (ux_init(ucp_on_recv, on_ep_error, ucp_cfg.tag, &ucp_max_header, why, sizeof(why)) != 0) {
         const char *tls = getenv("UCX_TLS");
         pscom_plugin_set_status("ucp", "UCX not usable: %s%s%s", why, tls ? ", UCX_TLS=" : "",
                                 tls ? tls : "");
@@ -696,4 +717,5 @@ PSCOM_PLUGIN_API const pscom_plugin_t pscom_plugin_ucp = {
     .con_finish = ucp_finish,
     .con_abort = ucp_abort,
     .con_start = ucp_start,
+    .tag = &ucp_tag_ops,
 };

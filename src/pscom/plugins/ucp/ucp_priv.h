@@ -18,6 +18,7 @@ extern struct ucp_cfg {
     size_t cma;
     unsigned hup_ms;
     int peer_failure;
+    int tag;
 } ucp_cfg;
 
 extern size_t ucp_max_header; /* largest active message header UCX takes here */
@@ -149,6 +150,9 @@ void ucp_work_add(uc_t *uc); /* uc has something to do in the next poll */
 void ucp_fail(uc_t *uc, pscom_op_t op, pscom_err_t err, const char *why);
 /* Free a dead connection once nothing refers to it any more. */
 void ucp_reap(uc_t *uc);
+
+/* ucp_tag.c: tag matching in UCX (pscom_tag_ops_t) */
+extern const pscom_tag_ops_t ucp_tag_ops;
 
 /* ucp_stream.c */
 /* Set while ucp_poll progresses UCX: a message that is next in order may go to core from

@@ -18,6 +18,8 @@ static struct {
     int efd;
     ux_recv_fn on_recv;
     ux_ep_error_fn on_error;
+    int tag;
+    pscom_tag_done_t tag_done;
 } ux = {.efd = -1};
 
 /* UCX's own error and warning lines during a call we expect may fail: kept as the reason
@@ -111,7 +113,7 @@ static int failed(const char *what, ucs_status_t st, char *why, size_t whylen)
     return -1;
 }
 
-int ux_init(ux_recv_fn on_recv, ux_ep_error_fn on_error, size_t *max_header, char *why,
+int ux_init(ux_recv_fn on_recv, ux_ep_error_fn on_error, int tag, size_t *max_header, char *why,
             size_t whylen)
 {
     ucp_config_t *config;
@@ -119,7 +121,8 @@ int ux_init(ux_recv_fn on_recv, ux_ep_error_fn on_error, size_t *max_header, cha
     if (st != UCS_OK)
         return failed("ucp_config_read", st, why, whylen);
     ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME,
-                           .features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
+                           .features =
+                               UCP_FEATURE_AM | UCP_FEATURE_WAKEUP | (tag ? UCP_FEATURE_TAG : 0),
                            .name = "pscom"};
     capture_begin();
     st = ucp_init(&params, config, &ux.ctx);
@@ -160,6 +163,7 @@ int ux_init(ux_recv_fn on_recv, ux_ep_error_fn on_error, size_t *max_header, cha
         ux.addr = NULL;
         return failed("ucp_worker_get_address", st, why, whylen);
     }
+    ux.tag = tag;
     ucp_worker_attr_t attr = {.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER};
     st = ucp_worker_query(ux.worker, &attr);
     *max_header = st == UCS_OK ? attr.max_am_header : 0;
@@ -179,6 +183,9 @@ int ux_efd(void)
 
 int ux_progressing;
 
+static void tag_deliver(void);
+static size_t cmpl_n; /* tag completions recorded inside UCX, to hand out (tag_deliver) */
+
 unsigned ux_progress(void)
 {
     if (ux_progressing)
@@ -186,6 +193,8 @@ unsigned ux_progress(void)
     ux_progressing = 1;
     unsigned n = ucp_worker_progress(ux.worker);
     ux_progressing = 0;
+    if (cmpl_n)
+        tag_deliver();
     return n;
 }
 
@@ -265,6 +274,7 @@ void *ux_ep_close(ux_ep_t *ep, int force)
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                              .flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0};
     ucs_status_ptr_t r = ucp_ep_close_nbx((ucp_ep_h)ep, &p);
+    tag_deliver(); /* a forced close cancels the endpoint's tagged sends */
     return UCS_PTR_IS_PTR(r) ? r : NULL;
 }
 
@@ -347,4 +357,161 @@ int ux_recv(void *desc, void *buf, size_t len, ux_op_t *op, const char **why)
 void ux_release(void *data)
 {
     ucp_am_data_release(ux.worker, data);
+}
+
+/* ---- tag matching ---- */
+
+int ux_tag_ready(void)
+{
+    return ux.worker && ux.tag;
+}
+
+void ux_tag_enable(pscom_tag_done_t done)
+{
+    ux.tag_done = done;
+}
+
+static pscom_tag_status_t tag_status(ucs_status_t st)
+{
+    switch (st) {
+    case UCS_OK:
+        return PSCOM_TAG_DONE;
+    case UCS_ERR_MESSAGE_TRUNCATED:
+        return PSCOM_TAG_TRUNCATED;
+    case UCS_ERR_CANCELED:
+        return PSCOM_TAG_CANCELED;
+    default:
+        return PSCOM_TAG_FAILED;
+    }
+}
+
+/* Tag completions are recorded in UCX's callbacks and handed to done() once UCX returned:
+   a done() that sends must not run inside UCX (ucp_worker_progress may be replaying the
+   endpoint's sends queued during its wireup: a send from there would overtake the rest). */
+typedef struct tag_cmpl {
+    void *user;
+    pscom_tag_status_t status;
+    int has_info;
+    pscom_tag_info_t info;
+} tag_cmpl_t;
+static tag_cmpl_t *cmpl;
+static size_t cmpl_head, cmpl_max;
+
+static void tag_complete(void *user, pscom_tag_status_t status, const pscom_tag_info_t *info)
+{
+    if (cmpl_n == cmpl_max) {
+        size_t max = cmpl_max ? 2 * cmpl_max : 64;
+        tag_cmpl_t *c = realloc(cmpl, max * sizeof(*c));
+        if (!c) { /* no room: at once, as the lesser evil */
+            ux.tag_done(user, status, info);
+            return;
+        }
+        cmpl = c;
+        cmpl_max = max;
+    }
+    cmpl[cmpl_n++] = (tag_cmpl_t){.user = user,
+                                  .status = status,
+                                  .has_info = info != NULL,
+                                  .info = info ? *info : (pscom_tag_info_t){0}};
+}
+
+static void tag_deliver(void)
+{
+    if (ux_progressing)
+        return; /* ux_progress delivers them when UCX returned */
+    /* a done() may post, complete and deliver more (nested): one shared position */
+    while (cmpl_head < cmpl_n) {
+        tag_cmpl_t c = cmpl[cmpl_head++];
+        ux.tag_done(c.user, c.status, c.has_info ? &c.info : NULL);
+    }
+    cmpl_head = cmpl_n = 0;
+}
+
+static void tag_send_cb(void *request, ucs_status_t status, void *user)
+{
+    ucp_request_free(request);
+    tag_complete(user, tag_status(status), NULL);
+}
+
+/* the receive ux_tag_recv is posting (user pointer): did it complete inside the call? */
+static struct {
+    int on, done;
+    void *user;
+} posting;
+
+static void tag_recv_cb(void *request, ucs_status_t status, const ucp_tag_recv_info_t *ti,
+                        void *user)
+{
+    pscom_tag_info_t info = {.tag = ti->sender_tag, .len = ti->length};
+    ucp_request_free(request);
+    if (posting.on && user == posting.user)
+        posting.done = 1;
+    tag_complete(user, tag_status(status), &info);
+}
+
+int ux_tag_send(void *ep, uint64_t tag, const void *buf, size_t len, int sync, void *user)
+{
+    ucp_request_param_t p = {.op_attr_mask =
+                                 UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+                             .cb.send = tag_send_cb,
+                             .user_data = user};
+    ucs_status_ptr_t r = sync ? ucp_tag_send_sync_nbx((ucp_ep_h)ep, buf, len, tag, &p)
+                              : ucp_tag_send_nbx((ucp_ep_h)ep, buf, len, tag, &p);
+    if (r == NULL)
+        return 1;
+    return UCS_PTR_IS_ERR(r) ? PSCOM_ERR_IOERROR : 0;
+}
+
+int ux_tag_recv(uint64_t tag, uint64_t mask, void *buf, size_t len, void *user, void **op)
+{
+    /* UCX 1.13 leaves recv_info.tag_info unset when it completes the receive at once (an
+       unexpected eager message; UCX issue 9425, fixed in 1.16): have it call back from the call
+       instead, which gets the message's tag and length */
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                             UCP_OP_ATTR_FIELD_USER_DATA |
+                                             UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+                             .cb.recv = tag_recv_cb,
+                             .user_data = user};
+    posting.on = 1;
+    posting.done = 0;
+    posting.user = user;
+    ucs_status_ptr_t r = ucp_tag_recv_nbx(ux.worker, buf, len, tag, mask, &p);
+    posting.on = 0;
+    if (UCS_PTR_IS_ERR(r))
+        return PSCOM_ERR_IOERROR;
+    *op = posting.done ? NULL : r; /* done: the request is freed already */
+    tag_deliver();
+    return 0;
+}
+
+int ux_tag_probe(uint64_t tag, uint64_t mask, pscom_tag_info_t *info, void **msg)
+{
+    ucp_tag_recv_info_t ti;
+    ucp_tag_message_h m = ucp_tag_probe_nb(ux.worker, tag, mask, msg != NULL, &ti);
+    if (!m)
+        return 0;
+    info->tag = ti.sender_tag;
+    info->len = ti.length;
+    if (msg)
+        *msg = m;
+    return 1;
+}
+
+int ux_tag_msg_recv(void *msg, void *buf, size_t len, void *user)
+{
+    /* always by the callback (also when complete at once): nobody cancels these */
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                             UCP_OP_ATTR_FIELD_USER_DATA |
+                                             UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+                             .cb.recv = tag_recv_cb,
+                             .user_data = user};
+    ucs_status_ptr_t r = ucp_tag_msg_recv_nbx(ux.worker, buf, len, msg, &p);
+    tag_deliver();
+    return UCS_PTR_IS_ERR(r) ? PSCOM_ERR_IOERROR : 0;
+}
+
+void ux_tag_cancel(void *op)
+{
+    ucp_request_cancel(ux.worker, op);
+    tag_deliver();
 }

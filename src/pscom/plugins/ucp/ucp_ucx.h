@@ -10,6 +10,8 @@
 #define UCP_UCX_H_INCLUDED
 
 #include <stddef.h>
+#include <stdint.h>
+#include "pscom.h" /* the tag matching types only */
 
 typedef struct ux_ep ux_ep_t; /* a ucp_ep_h */
 
@@ -31,9 +33,9 @@ typedef int (*ux_recv_fn)(const void *hdr, size_t hlen, void *data, size_t len, 
 /* The endpoint created with this user pointer failed (peer gone or unreachable). */
 typedef void (*ux_ep_error_fn)(void *user, const char *why);
 
-/* ucp_init + worker. 0, or -1 with the reason in why. *max_header: the largest hdr ux_send
-   takes. */
-int ux_init(ux_recv_fn on_recv, ux_ep_error_fn on_error, size_t *max_header, char *why,
+/* ucp_init + worker (with tag: also UCX's tag matching). 0, or -1 with the reason in why.
+ *max_header: the largest hdr ux_send takes. */
+int ux_init(ux_recv_fn on_recv, ux_ep_error_fn on_error, int tag, size_t *max_header, char *why,
             size_t whylen);
 /* abandon: leave the worker and context to process exit instead of destroying them (UCX 1.13
    asserts in ucp_worker_destroy on wireup messages still queued to exited peers). */
@@ -84,4 +86,15 @@ int ux_recv(void *desc, void *buf, size_t len, ux_op_t *op, const char **why);
 /* Give back the payload of a kept (non-rndv) message. */
 void ux_release(void *data);
 
+/* ---- UCX's tag matching (pscom.h's pscom_tag_*; returns as those) ---- */
+/* Initialised with it? */
+int ux_tag_ready(void);
+/* Completions of the calls below go to done once UCX returned, never inside it: at the end of
+   ux_progress, or (receives, cancel) of the call itself. */
+void ux_tag_enable(pscom_tag_done_t done);
+int ux_tag_send(void *ep, uint64_t tag, const void *buf, size_t len, int sync, void *user);
+int ux_tag_recv(uint64_t tag, uint64_t mask, void *buf, size_t len, void *user, void **op);
+int ux_tag_probe(uint64_t tag, uint64_t mask, pscom_tag_info_t *info, void **msg);
+int ux_tag_msg_recv(void *msg, void *buf, size_t len, void *user);
+void ux_tag_cancel(void *op);
 #endif

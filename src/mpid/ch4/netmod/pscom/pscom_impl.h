@@ -119,6 +119,9 @@ typedef struct {
     /* finished requests of the tagged shape, reused by MPIDI_PSCOM_preq_create (pscom_queue.c) */
     pscom_request_t *preq_cache[MPIDI_PSCOM_PREQ_CACHE_MAX];
     int n_preq_cache;
+    /* MPI point-to-point matched by the transport (pscom_tagmatch.h) */
+    int tag_mode;
+    MPIR_Request *spare_sreq; /* the send request of the next send that does not complete at once */
 } MPIDI_PSCOM_global_t;
 
 extern MPIDI_PSCOM_global_t MPIDI_PSCOM_global;
@@ -157,6 +160,10 @@ void MPIDI_PSCOM_mrecv_done(pscom_request_t *preq);
 void MPIDI_PSCOM_mrecv_post(MPIR_Request *rreq, void *buf, MPI_Aint count, MPI_Datatype datatype);
 pscom_request_t *MPIDI_PSCOM_ack_recv(pscom_header_net_t *header);
 void MPIDI_PSCOM_fill_status(MPI_Status *status, pscom_request_t *preq);
+
+void MPIDI_PSCOM_tm_done(void *user, pscom_tag_status_t status, const pscom_tag_info_t *info);
+void MPIDI_PSCOM_tm_init(void);
+void MPIDI_PSCOM_tm_finalize(void);
 
 /* pscom_con.c */
 void MPIDI_PSCOM_con_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t err);

@@ -98,6 +98,7 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
     strcpy(MPIDI_PSCOM_global.ep_str, ep);
     MPIDI_PSCOM_global.socket = socket;
     MPIDI_PSCOM_global.finalizing = 0; /* a session after an earlier finalize */
+    MPIDI_PSCOM_tm_init(); /* before any connection */
 
     /* the whole 31-bit MPI tag travels in the xheader */
     *tag_bits = MPIR_TAG_BITS_DEFAULT;
@@ -187,6 +188,7 @@ int MPIDI_PSCOM_mpi_finalize_hook(void)
     /* finish what completed but was not processed yet (e.g. last ssend acks) */
     pscom_progress(0);
     MPIDI_PSCOM_drain();
+    MPIDI_PSCOM_tm_finalize();
     MPIDI_PSCOM_msa_finalize(); /* PSP_DEBUG_STATS: inter-module collective traffic */
     MPIDI_PSCOM_coll_small_finalize();
 

@@ -22,6 +22,8 @@ typedef struct {
     MPI_Aint count;
     MPI_Datatype datatype;
     int mrecv_state; /* matched probe: MPIDI_PSCOM_MRECV_* */
+    void *tag_op;    /* matching in the transport: the receive in flight (for a cancel), or
+                        the message a matched probe took (pscom_tagmatch.h) */
 } MPIDI_PSCOM_request_t;
 
 /* Active-message state (req->dev.ch4.am.netmod_am.pscom): kept in the pscom request instead. */

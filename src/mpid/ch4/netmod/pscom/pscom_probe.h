@@ -3,6 +3,7 @@
 #define PSCOM_PROBE_H_INCLUDED
 
 #include "pscom_impl.h"
+#include "pscom_tagmatch.h"
 
 /* A throw-away request that matches like a receive would; caller frees it. */
 MPL_STATIC_INLINE_PREFIX pscom_request_t *MPIDI_PSCOM_probe_req(int source, int tag,
@@ -26,6 +27,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_iprobe(int source, int tag, MPIR_Comm 
 {
     int mpi_errno = MPI_SUCCESS;
     (void)addr;
+    if (MPIDI_PSCOM_global.tag_mode)
+        return MPIDI_PSCOM_tm_iprobe(source, tag, comm, context_offset, flag, NULL, status);
     pscom_request_t *preq = MPIDI_PSCOM_probe_req(source, tag, comm, context_offset);
     MPIR_ERR_CHKANDJUMP(preq == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
     *flag = pscom_iprobe(preq);
@@ -44,6 +47,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_improbe(int source, int tag, MPIR_Comm
     int mpi_errno = MPI_SUCCESS;
     pscom_request_t *rpreq = NULL;
     (void)addr;
+    if (MPIDI_PSCOM_global.tag_mode)
+        return MPIDI_PSCOM_tm_iprobe(source, tag, comm, context_offset, flag, message, status);
     pscom_request_t *preq = MPIDI_PSCOM_probe_req(source, tag, comm, context_offset);
     MPIR_ERR_CHKANDJUMP(preq == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
     *flag = pscom_iprobe(preq);

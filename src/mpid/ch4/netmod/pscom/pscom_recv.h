@@ -1,13 +1,16 @@
-/* Native MPI receives: posted socket-wide, matched in MPIDI_PSCOM_tagged_accept. */
+/* Native MPI receives: posted socket-wide, matched in MPIDI_PSCOM_tagged_accept, or by the
+   transport (pscom_tagmatch.h). */
 #ifndef PSCOM_RECV_H_INCLUDED
 #define PSCOM_RECV_H_INCLUDED
 
 #include "pscom_impl.h"
+#include "pscom_tagmatch.h"
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_irecv(void *buf, MPI_Aint count, MPI_Datatype datatype,
-                                                int rank, int tag, MPIR_Comm *comm,
-                                                int context_offset, MPIDI_av_entry_t *addr,
-                                                MPIR_Request **request, MPIR_Request *partner)
+/* matched by pscom */
+MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_irecv_pscom(void *buf, MPI_Aint count,
+                                                     MPI_Datatype datatype, int rank, int tag,
+                                                     MPIR_Comm *comm, int context_offset,
+                                                     MPIR_Request **request)
 {
     int mpi_errno = MPI_SUCCESS;
     int dt_contig;
@@ -18,8 +21,6 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_irecv(void *buf, MPI_Aint count, MPI_D
     pscom_request_t *preq = NULL;
     void *pack_buf = NULL;
 
-    (void)addr;    /* matching uses the source rank in the xheader, not the connection */
-    (void)partner; /* direct-netmod build: no shmmod partner request */
     MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
     (void)dt_ptr;
 
@@ -71,9 +72,23 @@ fn_fail:
     goto fn_exit;
 }
 
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_irecv(void *buf, MPI_Aint count, MPI_Datatype datatype,
+                                                int rank, int tag, MPIR_Comm *comm,
+                                                int context_offset, MPIDI_av_entry_t *addr,
+                                                MPIR_Request **request, MPIR_Request *partner)
+{
+    (void)addr;                      /* matching uses the source rank, not the connection */
+    (void)partner;                   /* direct-netmod build: no shmmod partner request */
+    if (MPIDI_PSCOM_global.tag_mode) /* matched by the transport (pscom_tagmatch.h) */
+        return MPIDI_PSCOM_tm_irecv(buf, count, datatype, rank, tag, comm, context_offset, request);
+    return MPIDI_PSCOM_irecv_pscom(buf, count, datatype, rank, tag, comm, context_offset, request);
+}
+
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_imrecv(void *buf, MPI_Aint count, MPI_Datatype datatype,
                                                  MPIR_Request *message)
 {
+    if (MPIDI_PSCOM_global.tag_mode)
+        return MPIDI_PSCOM_tm_imrecv(buf, count, datatype, message);
     MPIDI_PSCOM_mrecv_post(message, buf, count, datatype);
     return MPI_SUCCESS;
 }
@@ -83,6 +98,10 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_cancel_recv(MPIR_Request *rreq)
 {
     pscom_request_t *preq = MPIDI_PSCOM_REQ(rreq).preq;
 
+    if (MPIDI_PSCOM_global.tag_mode) {
+        MPIDI_PSCOM_tm_cancel_recv(rreq);
+        return MPI_SUCCESS;
+    }
     if (preq == NULL || MPIR_Request_is_complete(rreq))
         return MPI_SUCCESS;
     if (!pscom_cancel_recv(preq))

@@ -1,14 +1,17 @@
-/* Native MPI sends: one pscom message per MPI message (xheader: MPIDI_PSCOM_tagged_xhdr_t). */
+/* Native MPI sends: one pscom message per MPI message (xheader: MPIDI_PSCOM_tagged_xhdr_t), or
+   one tagged message of the transport (pscom_tagmatch.h). */
 #ifndef PSCOM_SEND_H_INCLUDED
 #define PSCOM_SEND_H_INCLUDED
 
 #include "pscom_impl.h"
+#include "pscom_tagmatch.h"
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend(const void *buf, MPI_Aint count,
-                                               MPI_Datatype datatype, int rank, int tag,
-                                               MPIR_Comm *comm, int context_offset,
-                                               MPIDI_av_entry_t *addr, MPIR_Request **request,
-                                               int is_sync)
+/* matched by pscom */
+MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend_pscom(const void *buf, MPI_Aint count,
+                                                     MPI_Datatype datatype, int rank, int tag,
+                                                     MPIR_Comm *comm, int context_offset,
+                                                     MPIDI_av_entry_t *addr, MPIR_Request **request,
+                                                     int is_sync)
 {
     int mpi_errno = MPI_SUCCESS;
     int dt_contig;
@@ -78,6 +81,19 @@ fn_fail:
     if (preq)
         MPIDI_PSCOM_preq_free(preq);
     goto fn_exit;
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend(const void *buf, MPI_Aint count,
+                                               MPI_Datatype datatype, int rank, int tag,
+                                               MPIR_Comm *comm, int context_offset,
+                                               MPIDI_av_entry_t *addr, MPIR_Request **request,
+                                               int is_sync)
+{
+    if (MPIDI_PSCOM_global.tag_mode) /* matched by the transport (pscom_tagmatch.h) */
+        return MPIDI_PSCOM_tm_isend(buf, count, datatype, rank, tag, comm, context_offset, addr,
+                                    request, is_sync);
+    return MPIDI_PSCOM_isend_pscom(buf, count, datatype, rank, tag, comm, context_offset, addr,
+                                   request, is_sync);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_isend(const void *buf, MPI_Aint count,

@@ -6,6 +6,7 @@
  */
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
+#include "pscom_tagmatch.h"
 
 static void ack_recv_done(pscom_request_t *preq);
 
@@ -71,6 +72,32 @@ static void send_ack(pscom_request_t *preq)
         pscom_send(preq->connection, &ack, sizeof(ack), NULL, 0);
 }
 
+/* A receive into a staging buffer (non-contiguous type): bytes of it arrived; unpack them into
+   the user's buffer. Returns what landed there. */
+static size_t unpack_staged(MPIR_Request *rreq, size_t bytes)
+{
+    MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(rreq);
+    MPI_Aint unpacked;
+    if (!r->pack_buf || !bytes)
+        return bytes;
+    MPIR_Typerep_unpack(r->pack_buf, bytes, r->user_buf, r->count, r->datatype, 0, &unpacked);
+    /* bytes that do not make whole elements of the receive type: the signatures of the two
+       sides differ */
+    if ((size_t)unpacked != bytes && rreq->status.MPI_ERROR == MPI_SUCCESS)
+        rreq->status.MPI_ERROR = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
+                                                      __LINE__, MPI_ERR_TYPE, "**dtypemismatch", 0);
+    return (size_t)unpacked;
+}
+
+static void release_staged(MPIDI_PSCOM_request_t *r)
+{
+    if (r->pack_buf) {
+        MPL_free(r->pack_buf);
+        r->pack_buf = NULL;
+        MPIR_Datatype_release_if_not_builtin(r->datatype);
+    }
+}
+
 /*
  * Finish a receive that pscom completed: status, truncation, unpack of staged non-contiguous
  * data, ssend ack. bytes: what landed in the buffer.
@@ -99,27 +126,11 @@ static void recv_finish(MPIR_Request *rreq, pscom_request_t *preq)
                 "**pscom_con %s %s", preq->connection ? pscom_con_str(preq->connection) : "?",
                 pscom_req_state_str(preq->state));
         }
-        if (r->pack_buf && bytes) {
-            MPI_Aint unpacked;
-            MPIR_Typerep_unpack(r->pack_buf, bytes, r->user_buf, r->count, r->datatype, 0,
-                                &unpacked);
-            /* bytes that do not make whole elements of the receive type: the signatures of
-               the two sides differ */
-            if ((size_t)unpacked != bytes && rreq->status.MPI_ERROR == MPI_SUCCESS)
-                rreq->status.MPI_ERROR =
-                    MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_TYPE, "**dtypemismatch", 0);
-            bytes = unpacked;
-        }
-        MPIR_STATUS_SET_COUNT(rreq->status, bytes);
+        MPIR_STATUS_SET_COUNT(rreq->status, unpack_staged(rreq, bytes));
         if (xh->type == MPIDI_PSCOM_MSG_TAGGED_SYNC)
             send_ack(preq);
     }
-    if (r->pack_buf) {
-        MPL_free(r->pack_buf);
-        r->pack_buf = NULL;
-        MPIR_Datatype_release_if_not_builtin(r->datatype);
-    }
+    release_staged(r);
     r->preq = NULL;
 }
 
@@ -191,4 +202,76 @@ static void ack_recv_done(pscom_request_t *preq)
     MPIR_Request *sreq = (MPIR_Request *)(uintptr_t)ack->sreq;
     MPIDI_PSCOM_preq_free(preq);
     MPIDIU_request_complete(sreq); /* the second of two completions (send done + ack) */
+}
+
+/* ---- matching in the transport (pscom_tagmatch.h) ---- */
+
+/* Completion of a send (info NULL) or a receive: finish the MPI request. Runs inside pscom's
+   progress (or inside the receive call, for a message that was there): calls no pscom. */
+void MPIDI_PSCOM_tm_done(void *user, pscom_tag_status_t status, const pscom_tag_info_t *info)
+{
+    MPIR_Request *req = user;
+    MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(req);
+
+    if (!info) {
+        if (status != PSCOM_TAG_DONE)
+            req->status.MPI_ERROR = MPIR_Err_create_code(
+                MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_OTHER,
+                "**pscom_send", "**pscom_send %s", "the connection failed");
+        if (r->pack_buf) {
+            MPL_free(r->pack_buf);
+            r->pack_buf = NULL;
+        }
+        MPIDIU_request_complete(req);
+        return;
+    }
+    r->tag_op = NULL;
+    if (status == PSCOM_TAG_CANCELED) {
+        MPIR_STATUS_SET_CANCEL_BIT(req->status, TRUE);
+        MPIR_STATUS_SET_COUNT(req->status, 0);
+    } else {
+        int src = MPIDI_PSCOM_tm_source(info->tag), tag = MPIDI_PSCOM_tm_mpi_tag(info->tag);
+        size_t bytes = info->len;
+        req->status.MPI_SOURCE = src;
+        req->status.MPI_TAG = tag;
+        req->status.MPI_ERROR = MPI_SUCCESS;
+        if (status == PSCOM_TAG_TRUNCATED) {
+            /* UCX (1.13) puts none of it in the buffer; the error names what the receive had */
+            MPI_Aint room;
+            if (r->pack_buf)
+                MPIDI_Datatype_check_size(r->datatype, r->count, room);
+            else
+                room = r->count; /* the contiguous receive's bytes (pscom_tagmatch.h) */
+            bytes = 0;
+            req->status.MPI_ERROR = MPIR_Err_create_code(
+                MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_TRUNCATE,
+                "**truncate", "**truncate %d %d %d %d", src, tag, (int)info->len, (int)room);
+        } else if (status != PSCOM_TAG_DONE) {
+            bytes = 0;
+            req->status.MPI_ERROR = MPIR_Err_create_code(
+                MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_OTHER, "**pscom_con",
+                "**pscom_con %s %s", "(receive)", "the connection failed");
+        }
+        MPIR_STATUS_SET_COUNT(req->status, unpack_staged(req, bytes));
+    }
+    release_staged(r);
+    MPIDIU_request_complete(req);
+}
+
+/* Hand MPI's matching to the transport where pscom offers it (ucp the only transport). Before
+   the socket's first connection; every process of a job decides alike (same environment). */
+void MPIDI_PSCOM_tm_init(void)
+{
+    MPIDI_PSCOM_global.tag_mode =
+        MPIR_Process.size <= MPIDI_PSCOM_TM_RANK_MAX + 1 &&
+        pscom_socket_tag_matching(MPIDI_PSCOM_global.socket, MPIDI_PSCOM_tm_done);
+}
+
+void MPIDI_PSCOM_tm_finalize(void)
+{
+    if (MPIDI_PSCOM_global.spare_sreq) {
+        MPIR_Request_free(MPIDI_PSCOM_global.spare_sreq);
+        MPIR_Request_free(MPIDI_PSCOM_global.spare_sreq); /* made with two references */
+        MPIDI_PSCOM_global.spare_sreq = NULL;
+    }
 }
