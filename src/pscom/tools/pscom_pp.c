@@ -465,6 +465,32 @@ static void ctl_post(struct pp *pp, const struct ctl *c)
     pp->ctl_s_posted = 1;
 }
 
+/* bandwidth phases: the next request slot; after each window of messages the server acks and
+   the client waits for that ack (and posts the receive of the next, if more follow) */
+static void window_step_server(struct pp *pp, unsigned *j, unsigned *w, unsigned depth,
+                               unsigned window)
+{
+    if (++*j == depth)
+        *j = 0;
+    if (++*w == window) {
+        *w = 0;
+        ctl_post(pp, &(struct ctl){.cmd = CMD_ACK});
+    }
+}
+
+static void window_step_client(struct pp *pp, unsigned *j, unsigned *w, unsigned depth,
+                               unsigned window, int more)
+{
+    if (++*j == depth)
+        *j = 0;
+    if (++*w == window) {
+        *w = 0;
+        ctl_wait(pp, CMD_ACK);
+        if (more)
+            ctl_post_recv(pp);
+    }
+}
+
 static void *alloc_buf(size_t size)
 {
     size_t len = (size + 4095) & ~(size_t)4095;
@@ -606,12 +632,7 @@ static void server_bw_tag(struct pp *pp, const struct ctl *c)
         tag_check_recv(pp, &pp->rop[j], buf, size, m, DIR_PING);
         if (m + depth < nmsg)
             tag_post_recv(pp, &pp->rop[j], tag_of(m + depth, DIR_PING), buf, size);
-        if (++j == depth)
-            j = 0;
-        if (++w == window) {
-            w = 0;
-            ctl_post(pp, &(struct ctl){.cmd = CMD_ACK});
-        }
+        window_step_server(pp, &j, &w, depth, window);
     }
     ctl_flush(pp);
 }
@@ -650,12 +671,7 @@ static void server_bw(struct pp *pp, const struct ctl *c)
             r->data_len = size;
             pscom_post_recv(r);
         }
-        if (++j == depth)
-            j = 0;
-        if (++w == window) {
-            w = 0;
-            ctl_post(pp, &(struct ctl){.cmd = CMD_ACK});
-        }
+        window_step_server(pp, &j, &w, depth, window);
     }
     ctl_flush(pp);
 }
@@ -802,14 +818,7 @@ static double client_bw_tag(struct pp *pp, size_t size, uint64_t iters, unsigned
         if (pp->verify)
             fill(buf, size, seed_of(size, m, DIR_PING));
         tag_send(pp, &pp->sop[j], tag_of(m, DIR_PING), buf, size);
-        if (++j == depth)
-            j = 0;
-        if (++w == window) {
-            w = 0;
-            ctl_wait(pp, CMD_ACK);
-            if (m + 1 < nmsg)
-                ctl_post_recv(pp);
-        }
+        window_step_client(pp, &j, &w, depth, window, m + 1 < nmsg);
     }
     for (j = 0; j < depth && j < nmsg; j++)
         tag_check_send(&pp->sop[j]);
@@ -842,14 +851,7 @@ static double client_bw(struct pp *pp, size_t size, uint64_t iters, unsigned dep
         if (pp->verify)
             fill_msg(pp, s, size, m, DIR_PING);
         pscom_post_send(s);
-        if (++j == depth)
-            j = 0;
-        if (++w == window) {
-            w = 0;
-            ctl_wait(pp, CMD_ACK);
-            if (m + 1 < nmsg)
-                ctl_post_recv(pp);
-        }
+        window_step_client(pp, &j, &w, depth, window, m + 1 < nmsg);
     }
     for (j = 0; j < depth && j < nmsg; j++) {
         pscom_wait(pp->sreq[j]);

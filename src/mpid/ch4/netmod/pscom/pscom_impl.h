@@ -196,6 +196,24 @@ MPL_STATIC_INLINE_PREFIX MPIDI_PSCOM_tagged_xhdr_t MPIDI_PSCOM_tagged_xhdr(MPIR_
                                        .src_rank = comm->rank};
 }
 
+/* The request a matched probe hands out (MPI_Message) until MPI_Imrecv takes it: preq, the
+   staged receive of pscom's matching, or tag_op, the message UCX's took out of its matching. */
+MPL_STATIC_INLINE_PREFIX MPIR_Request *MPIDI_PSCOM_mprobe_request(pscom_request_t *preq,
+                                                                  void *tag_op)
+{
+    MPIR_Request *req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__MPROBE, 0, 2);
+    if (req) {
+        MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(req);
+        r->preq = preq;
+        r->pack_buf = NULL;
+        r->user_buf = NULL;
+        r->datatype = MPI_DATATYPE_NULL;
+        r->mrecv_state = 0;
+        r->tag_op = tag_op;
+    }
+    return req;
+}
+
 #include "pscom_msa.h"
 
 #endif /* PSCOM_IMPL_H_INCLUDED */

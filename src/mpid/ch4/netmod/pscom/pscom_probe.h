@@ -70,14 +70,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_improbe(int source, int tag, MPIR_Comm
     }
     rpreq->data_len = len;
 
-    MPIR_Request *req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__MPROBE, 0, 2);
+    MPIR_Request *req = MPIDI_PSCOM_mprobe_request(rpreq, NULL);
     MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
-    MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(req);
-    r->preq = rpreq;
-    r->pack_buf = NULL;
-    r->user_buf = NULL;
-    r->datatype = MPI_DATATYPE_NULL;
-    r->mrecv_state = 0;
     MPIDI_PSCOM_PREQ(rpreq)->req = req;
     MPIDI_PSCOM_fill_status(status, preq);
     pscom_post_recv(rpreq);

@@ -149,32 +149,34 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_tm_irecv(void *buf, MPI_Aint count, MPI
     MPI_Aint dt_true_lb;
     MPIR_Datatype *dt_ptr;
     MPIR_Request *req = *request;
-    void *rbuf, *op;
+    void *rbuf, *op, *pack = NULL;
+    int created = req == NULL;
 
     if (unlikely(rank != MPI_ANY_SOURCE && rank > MPIDI_PSCOM_TM_RANK_MAX))
         return MPIDI_PSCOM_tm_rank_error(rank);
     MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
     (void)dt_ptr;
-    if (req)
-        MPIR_Request_add_ref(req);
-    else
+    if (likely(dt_contig)) {
+        rbuf = MPIR_get_contig_ptr(buf, dt_true_lb);
+    } else { /* stage, unpack on completion */
+        rbuf = pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
+        MPIR_ERR_CHKANDJUMP(pack == NULL && data_sz, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
+    }
+    if (created)
         req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__RECV, 0, 2);
-    MPIR_ERR_CHKANDJUMP(req == NULL, mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
+    else
+        MPIR_Request_add_ref(req);
+    if (unlikely(req == NULL)) {
+        MPL_free(pack);
+        MPIR_ERR_SETANDJUMP(mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
+    }
     MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(req);
     r->preq = NULL;
     r->mrecv_state = 0;
-    if (likely(dt_contig)) {
-        rbuf = MPIR_get_contig_ptr(buf, dt_true_lb);
-        r->pack_buf = NULL;
+    r->pack_buf = pack;
+    if (likely(!pack)) {
         r->count = (MPI_Aint)data_sz; /* for a truncation's error message */
     } else {
-        /* stage, unpack on completion */
-        rbuf = MPL_malloc(data_sz, MPL_MEM_BUFFER);
-        if (rbuf == NULL && data_sz) {
-            MPIR_Request_free(req);
-            MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
-        }
-        r->pack_buf = rbuf;
         r->user_buf = buf;
         r->count = count;
         r->datatype = datatype;
@@ -186,11 +188,13 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_tm_irecv(void *buf, MPI_Aint count, MPI
                                                tag == MPI_ANY_TAG ? 0 : tag),
                             MPIDI_PSCOM_tm_mask(rank, tag), rbuf, data_sz, req, &op);
     if (unlikely(rc < 0)) {
-        if (r->pack_buf) {
-            MPL_free(r->pack_buf);
+        if (pack) {
+            MPL_free(pack);
             MPIR_Datatype_release_if_not_builtin(datatype);
         }
-        MPIR_Request_free(req);
+        MPIR_Request_free(req); /* our reference, and the caller's if we made it */
+        if (created)
+            MPIR_Request_free(req);
         MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**pscom_con", "**pscom_con %s %s",
                              "(receive)", pscom_err_str((pscom_err_t)rc));
     }
@@ -218,26 +222,28 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_tm_iprobe(int source, int tag, MPIR_Com
     int mpi_errno = MPI_SUCCESS;
     pscom_tag_info_t info;
     void *msg = NULL;
+    MPIR_Request *req = NULL;
 
     if (unlikely(source != MPI_ANY_SOURCE && source > MPIDI_PSCOM_TM_RANK_MAX))
         return MPIDI_PSCOM_tm_rank_error(source);
+    if (message) { /* before the message leaves UCX's matching: it must not get lost */
+        req = MPIDI_PSCOM_mprobe_request(NULL, NULL);
+        MPIR_ERR_CHKANDJUMP(req == NULL, mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
+    }
     *flag = pscom_tag_probe(MPIDI_PSCOM_global.socket,
                             MPIDI_PSCOM_tm_tag(comm->recvcontext_id + context_offset,
                                                source == MPI_ANY_SOURCE ? 0 : source,
                                                tag == MPI_ANY_TAG ? 0 : tag),
                             MPIDI_PSCOM_tm_mask(source, tag), &info, message ? &msg : NULL);
-    if (!*flag)
+    if (!*flag) {
+        if (req) {
+            MPIR_Request_free(req); /* both references */
+            MPIR_Request_free(req);
+        }
         return MPI_SUCCESS;
+    }
     if (message) {
-        MPIR_Request *req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__MPROBE, 0, 2);
-        MPIR_ERR_CHKANDJUMP(req == NULL, mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
-        MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(req);
-        r->preq = NULL;
-        r->pack_buf = NULL;
-        r->user_buf = NULL;
-        r->datatype = MPI_DATATYPE_NULL;
-        r->mrecv_state = 0;
-        r->tag_op = msg;
+        MPIDI_PSCOM_REQ(req).tag_op = msg;
         *message = req;
     }
     MPIDI_PSCOM_tm_status(status, &info);
