@@ -149,13 +149,8 @@ static int idle_fds_due(void)
     return 1;
 }
 
-int pscom_progress_poll(void)
+static __attribute__((noinline)) int poll_all(unsigned round)
 {
-    unsigned round = ++round_count;
-    pscom_poller_t *only = pollers.next;
-    /* the common case, a job over one transport: its poller alone, no fd due */
-    if (likely(only->next == &pollers && only != &pollers && !n_busy_fds && (round & 255)))
-        return only->poll(only);
     int made = 0;
     pollers_changed = 0;
     for (pscom_poller_t *p = pollers.next; p != &pollers;) {
@@ -169,6 +164,17 @@ int pscom_progress_poll(void)
     if (n_busy_fds > 0 || ((round & 255) == 0 && idle_fds_due()))
         made |= epoll_round(0);
     return made;
+}
+
+int pscom_progress_poll(void)
+{
+    unsigned round = ++round_count;
+    pscom_poller_t *only = pollers.next;
+    /* the common case, a job over one transport: its poller alone, no fd due (the rest out of
+       line, so that this path saves no registers) */
+    if (likely(only->next == &pollers && only != &pollers && !n_busy_fds && (round & 255)))
+        return only->poll(only);
+    return poll_all(round);
 }
 
 static int block_hint_ms = -1;

@@ -206,7 +206,7 @@ static void ucp_write_start(pscom_con_t *con)
 
 /* ---- progress ---- */
 
-static int do_work(void)
+static __attribute__((noinline)) int do_work(void)
 {
     int made = 0;
     /* this round's connections; those that get work meanwhile wait for the next poll (a send
@@ -261,6 +261,19 @@ static int check_hups(int act, int *wait_ms)
 
 static void reap_closing(void);
 
+/* what a poll has to do besides UCX's progress, now and then: out of the poll's way */
+static __attribute__((noinline)) int poll_rest(void)
+{
+    int made = 0;
+    if (work.wnext != &work)
+        made |= do_work();
+    if (n_hup)
+        made |= check_hups(1, NULL);
+    if (closing.next != &closing)
+        reap_closing();
+    return made;
+}
+
 static int ucp_poll(pscom_poller_t *p)
 {
     (void)p;
@@ -268,12 +281,8 @@ static int ucp_poll(pscom_poller_t *p)
     ucp_direct_feed = 1;
     int made = ux_progress() != 0;
     ucp_direct_feed = saved;
-    if (work.wnext != &work)
-        made |= do_work();
-    if (n_hup)
-        made |= check_hups(1, NULL);
-    if (closing.next != &closing)
-        reap_closing();
+    if (unlikely(work.wnext != &work || n_hup || closing.next != &closing))
+        made |= poll_rest();
     return made;
 }
 
