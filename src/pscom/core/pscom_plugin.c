@@ -312,8 +312,8 @@ const pscom_plugin_t *pscom_plugin_tag_transport(char *why, size_t whylen)
     const pscom_plugin_t *only = NULL;
     for (int i = 0; i < n_order; i++) {
         const pscom_plugin_t *p = pscom_plugin_get(i);
-        if (!p || !strcmp(p->name, "loop"))
-            continue;
+        if (!p || p == &pscom_plugin_loop)
+            continue; /* not the user's choice of transport: the process's own loopback */
         if (only) {
             snprintf(why, whylen, "transports %s and %s are enabled (only one may be)", only->name,
                      p->name);

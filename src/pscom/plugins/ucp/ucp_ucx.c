@@ -183,8 +183,15 @@ int ux_efd(void)
 
 int ux_progressing;
 
-static void tag_deliver(void);
+static void tag_deliver_all(void);
 static size_t cmpl_n; /* tag completions recorded inside UCX, to hand out (tag_deliver) */
+
+/* After a call into UCX: hand out what its callbacks recorded (not while inside UCX) */
+static inline void tag_deliver(void)
+{
+    if (cmpl_n && !ux_progressing)
+        tag_deliver_all();
+}
 
 unsigned ux_progress(void)
 {
@@ -193,8 +200,7 @@ unsigned ux_progress(void)
     ux_progressing = 1;
     unsigned n = ucp_worker_progress(ux.worker);
     ux_progressing = 0;
-    if (cmpl_n)
-        tag_deliver();
+    tag_deliver();
     return n;
 }
 
@@ -415,10 +421,8 @@ static void tag_complete(void *user, pscom_tag_status_t status, const pscom_tag_
                                   .info = info ? *info : (pscom_tag_info_t){0}};
 }
 
-static void tag_deliver(void)
+static void tag_deliver_all(void)
 {
-    if (ux_progressing)
-        return; /* ux_progress delivers them when UCX returned */
     /* a done() may post, complete and deliver more (nested): one shared position */
     while (cmpl_head < cmpl_n) {
         tag_cmpl_t c = cmpl[cmpl_head++];

@@ -98,7 +98,7 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
     strcpy(MPIDI_PSCOM_global.ep_str, ep);
     MPIDI_PSCOM_global.socket = socket;
     MPIDI_PSCOM_global.finalizing = 0; /* a session after an earlier finalize */
-    MPIDI_PSCOM_tm_init(); /* before any connection */
+    MPIDI_PSCOM_tm_init();             /* before any connection */
 
     /* the whole 31-bit MPI tag travels in the xheader */
     *tag_bits = MPIR_TAG_BITS_DEFAULT;
