@@ -166,7 +166,7 @@ static __attribute__((noinline)) int poll_all(unsigned round)
     return made;
 }
 
-int pscom_progress_poll(void)
+static inline __attribute__((always_inline)) int progress_poll(void)
 {
     unsigned round = ++round_count;
     pscom_poller_t *only = pollers.next;
@@ -175,6 +175,11 @@ int pscom_progress_poll(void)
     if (likely(only->next == &pollers && only != &pollers && !n_busy_fds && (round & 255)))
         return only->poll(only);
     return poll_all(round);
+}
+
+int pscom_progress_poll(void)
+{
+    return progress_poll();
 }
 
 static int block_hint_ms = -1;
@@ -285,7 +290,7 @@ PSCOM_API int pscom_progress(int timeout_ms)
     static unsigned idle_polls; /* of pscom_progress(0) in a row: callers poll in a loop */
     unsigned idle = 0;
     pscom_lock();
-    int made = pscom_progress_poll();
+    int made = progress_poll(); /* inline: MPI's progress loop calls here all the time */
     if (!made && timeout_ms != 0) {
         pscom_progress_block(timeout_ms < 0 ? 1000 : timeout_ms);
         made = pscom_progress_poll();

@@ -453,14 +453,24 @@ static void tag_recv_cb(void *request, ucs_status_t status, const ucp_tag_recv_i
     tag_complete(user, tag_status(status), &info);
 }
 
+/* The parameters of the message path, filled once: a call sets only its user pointer (UCX
+   reads them during the call; the calls are serialised by pscom's lock). */
+static ucp_request_param_t send_param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                                         UCP_OP_ATTR_FIELD_USER_DATA,
+                                         .cb.send = tag_send_cb};
+/* UCX 1.13 leaves recv_info.tag_info unset when it completes a receive at once (an unexpected
+   eager message; UCX issue 9425, fixed in 1.16): have it call back from the call instead, which
+   gets the message's tag and length */
+static ucp_request_param_t recv_param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                                         UCP_OP_ATTR_FIELD_USER_DATA |
+                                                         UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+                                         .cb.recv = tag_recv_cb};
+
 int ux_tag_send(void *ep, uint64_t tag, const void *buf, size_t len, int sync, void *user)
 {
-    ucp_request_param_t p = {.op_attr_mask =
-                                 UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-                             .cb.send = tag_send_cb,
-                             .user_data = user};
-    ucs_status_ptr_t r = sync ? ucp_tag_send_sync_nbx((ucp_ep_h)ep, buf, len, tag, &p)
-                              : ucp_tag_send_nbx((ucp_ep_h)ep, buf, len, tag, &p);
+    send_param.user_data = user;
+    ucs_status_ptr_t r = !sync ? ucp_tag_send_nbx((ucp_ep_h)ep, buf, len, tag, &send_param)
+                               : ucp_tag_send_sync_nbx((ucp_ep_h)ep, buf, len, tag, &send_param);
     if (r == NULL)
         return 1;
     return UCS_PTR_IS_ERR(r) ? PSCOM_ERR_IOERROR : 0;
@@ -468,18 +478,11 @@ int ux_tag_send(void *ep, uint64_t tag, const void *buf, size_t len, int sync, v
 
 int ux_tag_recv(uint64_t tag, uint64_t mask, void *buf, size_t len, void *user, void **op)
 {
-    /* UCX 1.13 leaves recv_info.tag_info unset when it completes the receive at once (an
-       unexpected eager message; UCX issue 9425, fixed in 1.16): have it call back from the call
-       instead, which gets the message's tag and length */
-    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                                             UCP_OP_ATTR_FIELD_USER_DATA |
-                                             UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
-                             .cb.recv = tag_recv_cb,
-                             .user_data = user};
+    recv_param.user_data = user;
     posting.on = 1;
     posting.done = 0;
     posting.user = user;
-    ucs_status_ptr_t r = ucp_tag_recv_nbx(ux.worker, buf, len, tag, mask, &p);
+    ucs_status_ptr_t r = ucp_tag_recv_nbx(ux.worker, buf, len, tag, mask, &recv_param);
     posting.on = 0;
     if (UCS_PTR_IS_ERR(r))
         return PSCOM_ERR_IOERROR;
@@ -504,12 +507,8 @@ int ux_tag_probe(uint64_t tag, uint64_t mask, pscom_tag_info_t *info, void **msg
 int ux_tag_msg_recv(void *msg, void *buf, size_t len, void *user)
 {
     /* always by the callback (also when complete at once): nobody cancels these */
-    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                                             UCP_OP_ATTR_FIELD_USER_DATA |
-                                             UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
-                             .cb.recv = tag_recv_cb,
-                             .user_data = user};
-    ucs_status_ptr_t r = ucp_tag_msg_recv_nbx(ux.worker, buf, len, msg, &p);
+    recv_param.user_data = user;
+    ucs_status_ptr_t r = ucp_tag_msg_recv_nbx(ux.worker, buf, len, msg, &recv_param);
     tag_deliver();
     return UCS_PTR_IS_ERR(r) ? PSCOM_ERR_IOERROR : 0;
 }

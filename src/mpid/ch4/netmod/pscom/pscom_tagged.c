@@ -206,6 +206,164 @@ static void ack_recv_done(pscom_request_t *preq)
 
 /* ---- matching in the transport (pscom_tagmatch.h) ---- */
 
+/* The send and receive that are not the common case (inline in pscom_tagmatch.h): any datatype,
+   a request of the caller's, the first send, the errors. */
+
+int MPIDI_PSCOM_tm_send_failed(pscom_connection_t *con, int rc)
+{
+    return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                MPI_ERR_OTHER, "**pscom_con", "**pscom_con %s %s",
+                                pscom_con_str(con), pscom_err_str((pscom_err_t)rc));
+}
+
+/* The receive req was not posted: drop our reference, and the caller's if we made it. */
+int MPIDI_PSCOM_tm_recv_failed(MPIR_Request *req, int created, int rc)
+{
+    MPIR_Request_free(req);
+    if (created)
+        MPIR_Request_free(req);
+    return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                MPI_ERR_OTHER, "**pscom_con", "**pscom_con %s %s", "(receive)",
+                                pscom_err_str((pscom_err_t)rc));
+}
+
+int MPIDI_PSCOM_tm_isend_general(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
+                                 int tag, MPIR_Comm *comm, int context_offset,
+                                 MPIDI_av_entry_t *addr, MPIR_Request **request, int is_sync)
+{
+    MPIDI_PSCOM_global_t *g = &MPIDI_PSCOM_global;
+    int mpi_errno = MPI_SUCCESS;
+    int dt_contig;
+    size_t data_sz;
+    MPI_Aint dt_true_lb;
+    MPIR_Datatype *dt_ptr;
+    MPIR_Request *req = *request, *sreq;
+    const void *sbuf;
+    void *pack = NULL;
+
+    if (unlikely(comm->rank > MPIDI_PSCOM_TM_RANK_MAX))
+        return MPIDI_PSCOM_tm_rank_error(comm->rank);
+    MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
+    (void)dt_ptr;
+    pscom_connection_t *con = addr ? MPIDI_PSCOM_av_con(addr) : MPIDI_PSCOM_comm_con(comm, rank);
+    if (likely(dt_contig)) {
+        sbuf = data_sz ? MPIR_get_contig_ptr(buf, dt_true_lb) : NULL;
+    } else {
+        MPI_Aint packed;
+        pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
+        MPIR_ERR_CHKANDJUMP(pack == NULL && data_sz, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
+        mpi_errno = MPIR_Typerep_pack(buf, count, datatype, 0, pack, data_sz, &packed);
+        MPIR_ERR_CHECK(mpi_errno);
+        sbuf = pack;
+    }
+    /* the request that completes later, if the send does not complete now: kept from call to
+       call until one needs it, so that a send that completes at once makes none */
+    sreq = req;
+    if (!sreq) {
+        sreq = g->spare_sreq;
+        if (!sreq) {
+            sreq = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__SEND, 0, 2);
+            MPIR_ERR_CHKANDSTMT(sreq == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail,
+                                "**nomemreq");
+            g->spare_sreq = sreq;
+        }
+    } else {
+        MPIR_Request_add_ref(req);
+    }
+    MPIDI_PSCOM_REQ(sreq).pack_buf = pack;
+    uint64_t tag64 = MPIDI_PSCOM_tm_tag(comm->context_id + context_offset, comm->rank, tag);
+    int rc = pscom_tag_send(con, tag64, sbuf, data_sz, is_sync, sreq);
+    if (likely(rc > 0)) { /* sent */
+        if (unlikely(pack)) {
+            MPIDI_PSCOM_REQ(sreq).pack_buf = NULL;
+            MPL_free(pack);
+        }
+        if (req)
+            MPIDIU_request_complete(req);
+        else
+            req = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
+    } else if (rc == 0) { /* MPIDI_PSCOM_tm_done completes it */
+        if (!req)
+            req = sreq;
+        if (sreq == g->spare_sreq)
+            g->spare_sreq = NULL;
+    } else {
+        MPIDI_PSCOM_REQ(sreq).pack_buf = NULL; /* fn_fail frees it */
+        if (req)
+            MPIR_Request_free(req); /* our reference */
+        mpi_errno = MPIDI_PSCOM_tm_send_failed(con, rc);
+        goto fn_fail;
+    }
+    *request = req;
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    MPL_free(pack);
+    goto fn_exit;
+}
+
+int MPIDI_PSCOM_tm_irecv_general(void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
+                                 int tag, MPIR_Comm *comm, int context_offset,
+                                 MPIR_Request **request)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int dt_contig;
+    size_t data_sz;
+    MPI_Aint dt_true_lb;
+    MPIR_Datatype *dt_ptr;
+    MPIR_Request *req = *request;
+    void *rbuf, *op, *pack = NULL;
+    int created = req == NULL;
+
+    if (unlikely(rank != MPI_ANY_SOURCE && rank > MPIDI_PSCOM_TM_RANK_MAX))
+        return MPIDI_PSCOM_tm_rank_error(rank);
+    MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
+    (void)dt_ptr;
+    if (likely(dt_contig)) {
+        rbuf = MPIR_get_contig_ptr(buf, dt_true_lb);
+    } else { /* stage, unpack on completion */
+        rbuf = pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
+        MPIR_ERR_CHKANDJUMP(pack == NULL && data_sz, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
+    }
+    if (created)
+        req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__RECV, 0, 2);
+    else
+        MPIR_Request_add_ref(req);
+    if (unlikely(req == NULL)) {
+        MPL_free(pack);
+        MPIR_ERR_SETANDJUMP(mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
+    }
+    MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(req);
+    r->preq = NULL;
+    r->mrecv_state = 0;
+    r->pack_buf = pack;
+    if (likely(!pack)) {
+        r->count = (MPI_Aint)data_sz; /* for a truncation's error message */
+    } else {
+        r->user_buf = buf;
+        r->count = count;
+        r->datatype = datatype;
+        MPIR_Datatype_add_ref_if_not_builtin(datatype);
+    }
+    int rc = pscom_tag_recv(MPIDI_PSCOM_global.socket,
+                            MPIDI_PSCOM_tm_tag(comm->recvcontext_id + context_offset,
+                                               rank == MPI_ANY_SOURCE ? 0 : rank,
+                                               tag == MPI_ANY_TAG ? 0 : tag),
+                            MPIDI_PSCOM_tm_mask(rank, tag), rbuf, data_sz, req, &op);
+    if (unlikely(rc < 0)) {
+        if (pack) {
+            MPL_free(pack);
+            MPIR_Datatype_release_if_not_builtin(datatype);
+        }
+        return MPIDI_PSCOM_tm_recv_failed(req, created, rc);
+    }
+    r->tag_op = op; /* NULL if done already */
+    *request = req;
+fn_fail:
+    return mpi_errno;
+}
+
 /* Completion of a send (info NULL) or a receive: finish the MPI request. Runs inside pscom's
    progress (or inside the receive call, for a message that was there): calls no pscom. */
 void MPIDI_PSCOM_tm_done(void *user, pscom_tag_status_t status, const pscom_tag_info_t *info)
@@ -213,6 +371,15 @@ void MPIDI_PSCOM_tm_done(void *user, pscom_tag_status_t status, const pscom_tag_
     MPIR_Request *req = user;
     MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(req);
 
+    if (likely(info && status == PSCOM_TAG_DONE && !r->pack_buf)) { /* the common receive */
+        r->tag_op = NULL;
+        req->status.MPI_SOURCE = MPIDI_PSCOM_tm_source(info->tag);
+        req->status.MPI_TAG = MPIDI_PSCOM_tm_mpi_tag(info->tag);
+        req->status.MPI_ERROR = MPI_SUCCESS;
+        MPIR_STATUS_SET_COUNT(req->status, info->len);
+        MPIDIU_request_complete(req);
+        return;
+    }
     if (!info) {
         if (status != PSCOM_TAG_DONE)
             req->status.MPI_ERROR = MPIR_Err_create_code(

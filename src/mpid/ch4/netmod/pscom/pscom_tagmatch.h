@@ -61,147 +61,82 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_tm_rank_error(int rank)
                                 MPI_ERR_OTHER, "**pscom_send", "**pscom_send %s", why);
 }
 
+/* Out of line (pscom_tagged.c): any datatype, a request of the caller's (persistent), the first
+   send, the errors. */
+int MPIDI_PSCOM_tm_isend_general(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
+                                 int tag, MPIR_Comm *comm, int context_offset,
+                                 MPIDI_av_entry_t *addr, MPIR_Request **request, int is_sync);
+int MPIDI_PSCOM_tm_irecv_general(void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
+                                 int tag, MPIR_Comm *comm, int context_offset,
+                                 MPIR_Request **request);
+int MPIDI_PSCOM_tm_send_failed(pscom_connection_t *con, int rc);
+int MPIDI_PSCOM_tm_recv_failed(MPIR_Request *req, int created, int rc);
+
+/* The common send, inline and small: a builtin type, no request of the caller's, the spare
+   request ready (its pack_buf is NULL). A send the transport completes at once returns MPICH's
+   pre-completed request; otherwise the spare one becomes the send's. */
 MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_tm_isend(const void *buf, MPI_Aint count,
                                                   MPI_Datatype datatype, int rank, int tag,
                                                   MPIR_Comm *comm, int context_offset,
                                                   MPIDI_av_entry_t *addr, MPIR_Request **request,
                                                   int is_sync)
 {
-    MPIDI_PSCOM_global_t *g = &MPIDI_PSCOM_global;
-    int mpi_errno = MPI_SUCCESS;
-    int dt_contig;
-    size_t data_sz;
-    MPI_Aint dt_true_lb;
-    MPIR_Datatype *dt_ptr;
-    MPIR_Request *req = *request, *sreq;
-    const void *sbuf;
-    void *pack = NULL;
-
-    if (unlikely(comm->rank > MPIDI_PSCOM_TM_RANK_MAX))
-        return MPIDI_PSCOM_tm_rank_error(comm->rank);
-    MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
-    (void)dt_ptr;
+    MPIR_Request *sreq = MPIDI_PSCOM_global.spare_sreq;
+    if (unlikely(!HANDLE_IS_BUILTIN(datatype) || *request || !sreq ||
+                 comm->rank > MPIDI_PSCOM_TM_RANK_MAX))
+        return MPIDI_PSCOM_tm_isend_general(buf, count, datatype, rank, tag, comm, context_offset,
+                                            addr, request, is_sync);
     pscom_connection_t *con = addr ? MPIDI_PSCOM_av_con(addr) : MPIDI_PSCOM_comm_con(comm, rank);
-    if (likely(dt_contig)) {
-        sbuf = data_sz ? MPIR_get_contig_ptr(buf, dt_true_lb) : NULL;
-    } else {
-        MPI_Aint packed;
-        pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
-        MPIR_ERR_CHKANDJUMP(pack == NULL && data_sz, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
-        mpi_errno = MPIR_Typerep_pack(buf, count, datatype, 0, pack, data_sz, &packed);
-        MPIR_ERR_CHECK(mpi_errno);
-        sbuf = pack;
+    size_t data_sz = (size_t)count * MPIR_Datatype_get_basic_size(datatype);
+    int rc =
+        pscom_tag_send(con, MPIDI_PSCOM_tm_tag(comm->context_id + context_offset, comm->rank, tag),
+                       data_sz ? buf : NULL, data_sz, is_sync, sreq);
+    if (likely(rc > 0)) {
+        *request = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
+        return MPI_SUCCESS;
     }
-    /* the request that completes later, if the send does not complete now: kept from call to
-       call until one needs it, so that a send that completes at once makes none */
-    sreq = req;
-    if (!sreq) {
-        sreq = g->spare_sreq;
-        if (!sreq) {
-            sreq = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__SEND, 0, 2);
-            MPIR_ERR_CHKANDSTMT(sreq == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail,
-                                "**nomemreq");
-            g->spare_sreq = sreq;
-        }
-    } else {
-        MPIR_Request_add_ref(req);
-    }
-    MPIDI_PSCOM_REQ(sreq).pack_buf = pack;
-    uint64_t tag64 = MPIDI_PSCOM_tm_tag(comm->context_id + context_offset, comm->rank, tag);
-    int rc = pscom_tag_send(con, tag64, sbuf, data_sz, is_sync, sreq);
-    if (likely(rc > 0)) { /* sent */
-        if (unlikely(pack)) {
-            MPIDI_PSCOM_REQ(sreq).pack_buf = NULL;
-            MPL_free(pack);
-        }
-        if (req)
-            MPIDIU_request_complete(req);
-        else
-            req = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
-    } else if (rc == 0) { /* MPIDI_PSCOM_tm_done completes it */
-        if (!req)
-            req = sreq;
-        if (sreq == g->spare_sreq)
-            g->spare_sreq = NULL;
-    } else {
-        MPIDI_PSCOM_REQ(sreq).pack_buf = NULL; /* fn_fail frees it */
-        if (req)
-            MPIR_Request_free(req); /* our reference */
-        MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**pscom_con", "**pscom_con %s %s",
-                             pscom_con_str(con), pscom_err_str((pscom_err_t)rc));
-    }
-    *request = req;
-
-fn_exit:
-    return mpi_errno;
-fn_fail:
-    MPL_free(pack);
-    goto fn_exit;
+    if (unlikely(rc < 0))
+        return MPIDI_PSCOM_tm_send_failed(con, rc);
+    MPIDI_PSCOM_global.spare_sreq = NULL; /* MPIDI_PSCOM_tm_done completes it */
+    *request = sreq;
+    return MPI_SUCCESS;
 }
 
+/* The common receive, inline and small: a builtin type. */
 MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_tm_irecv(void *buf, MPI_Aint count, MPI_Datatype datatype,
                                                   int rank, int tag, MPIR_Comm *comm,
                                                   int context_offset, MPIR_Request **request)
 {
-    int mpi_errno = MPI_SUCCESS;
-    int dt_contig;
-    size_t data_sz;
-    MPI_Aint dt_true_lb;
-    MPIR_Datatype *dt_ptr;
     MPIR_Request *req = *request;
-    void *rbuf, *op, *pack = NULL;
     int created = req == NULL;
-
-    if (unlikely(rank != MPI_ANY_SOURCE && rank > MPIDI_PSCOM_TM_RANK_MAX))
-        return MPIDI_PSCOM_tm_rank_error(rank);
-    MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
-    (void)dt_ptr;
-    if (likely(dt_contig)) {
-        rbuf = MPIR_get_contig_ptr(buf, dt_true_lb);
-    } else { /* stage, unpack on completion */
-        rbuf = pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
-        MPIR_ERR_CHKANDJUMP(pack == NULL && data_sz, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
-    }
-    if (created)
+    if (unlikely(!HANDLE_IS_BUILTIN(datatype) || rank > MPIDI_PSCOM_TM_RANK_MAX))
+        return MPIDI_PSCOM_tm_irecv_general(buf, count, datatype, rank, tag, comm, context_offset,
+                                            request);
+    if (created) {
         req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__RECV, 0, 2);
-    else
+        if (unlikely(req == NULL)) /* reports it */
+            return MPIDI_PSCOM_tm_irecv_general(buf, count, datatype, rank, tag, comm,
+                                                context_offset, request);
+    } else {
         MPIR_Request_add_ref(req);
-    if (unlikely(req == NULL)) {
-        MPL_free(pack);
-        MPIR_ERR_SETANDJUMP(mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
     }
+    size_t data_sz = (size_t)count * MPIR_Datatype_get_basic_size(datatype);
     MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(req);
+    void *op;
     r->preq = NULL;
     r->mrecv_state = 0;
-    r->pack_buf = pack;
-    if (likely(!pack)) {
-        r->count = (MPI_Aint)data_sz; /* for a truncation's error message */
-    } else {
-        r->user_buf = buf;
-        r->count = count;
-        r->datatype = datatype;
-        MPIR_Datatype_add_ref_if_not_builtin(datatype);
-    }
+    r->pack_buf = NULL;
+    r->count = (MPI_Aint)data_sz; /* for a truncation's error message */
     int rc = pscom_tag_recv(MPIDI_PSCOM_global.socket,
                             MPIDI_PSCOM_tm_tag(comm->recvcontext_id + context_offset,
                                                rank == MPI_ANY_SOURCE ? 0 : rank,
                                                tag == MPI_ANY_TAG ? 0 : tag),
-                            MPIDI_PSCOM_tm_mask(rank, tag), rbuf, data_sz, req, &op);
-    if (unlikely(rc < 0)) {
-        if (pack) {
-            MPL_free(pack);
-            MPIR_Datatype_release_if_not_builtin(datatype);
-        }
-        MPIR_Request_free(req); /* our reference, and the caller's if we made it */
-        if (created)
-            MPIR_Request_free(req);
-        MPIR_ERR_SETANDJUMP2(mpi_errno, MPI_ERR_OTHER, "**pscom_con", "**pscom_con %s %s",
-                             "(receive)", pscom_err_str((pscom_err_t)rc));
-    }
+                            MPIDI_PSCOM_tm_mask(rank, tag), buf, data_sz, req, &op);
+    if (unlikely(rc < 0))
+        return MPIDI_PSCOM_tm_recv_failed(req, created, rc);
     r->tag_op = op; /* NULL if done already */
     *request = req;
-fn_fail:
-    return mpi_errno;
+    return MPI_SUCCESS;
 }
 
 MPL_STATIC_INLINE_PREFIX void MPIDI_PSCOM_tm_status(MPI_Status *status,
