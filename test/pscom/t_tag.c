@@ -15,6 +15,10 @@
  *                   ways), with one log line from the accepting side; tagged sends fail
  *   mismatch default  the same with rank 1 on the default transports (shm, tcp, ucp)
  *
+ * "pair inline" and "cross inline" run the same with PSCOM_TAG_DONE_INLINE: done() then runs
+ * inside UCX and must not call pscom, so what a done() would send waits for the next return of
+ * pscom_progress (run_thens).
+ *
  * Tags: source rank in bits 48.., a kind (step of the test) in bits 32..47, a sequence number
  * below. Every wait is bounded (WAIT_S), so a lost message fails a check instead of hanging.
  */
@@ -46,6 +50,16 @@ typedef struct op {
     void (*then)(struct op *o); /* run once by its first done() */
 } op_t;
 
+static unsigned tag_flags; /* of pscom_socket_tag_matching: 0 or PSCOM_TAG_DONE_INLINE */
+static op_t *then_due;     /* inline: the op whose then() waits for pscom_progress to return */
+
+static void run_then(op_t *o)
+{
+    void (*fn)(op_t *) = o->then;
+    o->then = NULL;
+    fn(o);
+}
+
 /* the one completion callback of the socket: user is the op */
 static void on_done(void *user, pscom_tag_status_t status, const pscom_tag_info_t *info)
 {
@@ -57,9 +71,21 @@ static void on_done(void *user, pscom_tag_status_t status, const pscom_tag_info_
         o->info = *info;
     o->when = tu_now();
     if (o->then) {
-        void (*fn)(op_t *) = o->then;
-        o->then = NULL;
-        fn(o);
+        if (tag_flags & PSCOM_TAG_DONE_INLINE)
+            then_due = o; /* no pscom call from in here */
+        else
+            run_then(o);
+    }
+}
+
+/* pscom_progress, then what an inline done() left to do */
+static void progress(int timeout_ms)
+{
+    pscom_progress(timeout_ms);
+    if (then_due) {
+        op_t *o = then_due;
+        then_due = NULL;
+        run_then(o);
     }
 }
 
@@ -80,7 +106,7 @@ static int wait_ops(op_t *ops, int n)
             return 1;
         if (tu_now() > end)
             return 0;
-        pscom_progress(10);
+        progress(10);
     }
 }
 
@@ -92,7 +118,7 @@ static int wait_probe(pscom_socket_t *sock, uint64_t tag, uint64_t mask, pscom_t
     while (!pscom_tag_probe(sock, tag, mask, info, msg)) {
         if (tu_now() > end)
             return 0;
-        pscom_progress(10);
+        progress(10);
     }
     return 1;
 }
@@ -102,7 +128,7 @@ static void progress_for(double secs)
 {
     double end = tu_now() + secs;
     while (tu_now() < end)
-        pscom_progress(5);
+        progress(5);
 }
 
 /* len bytes of the pattern of (len, seq, src); never NULL */
@@ -160,7 +186,7 @@ static const size_t burst_sizes[] = {0, 8, 1024, 64 * 1024, MIB};
 static pscom_socket_t *open_tag_socket(void)
 {
     pscom_socket_t *sock = tu_open_socket();
-    int on = pscom_socket_tag_matching(sock, on_done);
+    int on = pscom_socket_tag_matching(sock, on_done, tag_flags);
     if (!ok(on == 1 && pscom_socket_tag_on(sock), "pscom_socket_tag_matching: on"))
         exit(2); /* nothing else can work */
     return sock;
@@ -754,20 +780,20 @@ static int env_child(void *arg)
     if (tu_rank == 0) {
         pscom_socket_t *s2 = tu_open_socket_named("b"), *s3 = tu_open_socket_named("c");
         pscom_connection_t *c3 = pscom_open_connection(s3);
-        is(pscom_socket_tag_matching(sock, NULL), 0, "without a done callback: 0");
-        is(pscom_socket_tag_matching(s3, on_done), 0, "a socket with a connection already: 0");
+        is(pscom_socket_tag_matching(sock, NULL, 0), 0, "without a done callback: 0");
+        is(pscom_socket_tag_matching(s3, on_done, 0), 0, "a socket with a connection already: 0");
         pscom_close_connection(c3);
         pscom_close_socket(s3);
-        is(pscom_socket_tag_matching(sock, on_done), 1, "PSP_SHM=0 PSP_TCP=0: 1");
+        is(pscom_socket_tag_matching(sock, on_done, 0), 1, "PSP_SHM=0 PSP_TCP=0: 1");
         ok(pscom_socket_tag_on(sock), "pscom_socket_tag_on: 1");
-        is(pscom_socket_tag_matching(sock, on_done), 1, "asked again: still 1");
-        is(pscom_socket_tag_matching(s2, on_done), 0, "a second socket of the process: 0");
+        is(pscom_socket_tag_matching(sock, on_done, 0), 1, "asked again: still 1");
+        is(pscom_socket_tag_matching(s2, on_done, 0), 0, "a second socket of the process: 0");
         api_refuses(s2);
         pscom_close_socket(sock);
-        is(pscom_socket_tag_matching(s2, on_done), 1, "once the first one is closed: 1");
+        is(pscom_socket_tag_matching(s2, on_done, 0), 1, "once the first one is closed: 1");
         pscom_close_socket(s2);
     } else {
-        is(pscom_socket_tag_matching(sock, on_done), 0, "%s: 0",
+        is(pscom_socket_tag_matching(sock, on_done, 0), 0, "%s: 0",
            tu_rank == 1 ? "default transports (shm, tcp on)" : "PSP_UCP_TAG=0");
         api_refuses(sock);
         pscom_close_socket(sock);
@@ -821,7 +847,7 @@ static int mismatch_child(void *arg)
         }
     }
     sock = tu_open_socket();
-    is(pscom_socket_tag_matching(sock, on_done), tu_rank == 0, "tag matching %s",
+    is(pscom_socket_tag_matching(sock, on_done, 0), tu_rank == 0, "tag matching %s",
        tu_rank == 0 ? "on" : "off");
     eps = tu_exchange_eps(sock);
     tu_barrier();
@@ -889,6 +915,8 @@ static int mismatch_child(void *arg)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "pair";
+    if ((!strcmp(mode, "pair") || !strcmp(mode, "cross")) && argc > 2 && !strcmp(argv[2], "inline"))
+        tag_flags = PSCOM_TAG_DONE_INLINE;
     int fd = mkstemp(logbase);
     if (fd >= 0) {
         close(fd);
@@ -905,7 +933,9 @@ int main(int argc, char **argv)
         mismatch_mode = argv[2];
         tu_run(2, mismatch_child, NULL, NULL);
     } else {
-        fprintf(stderr, "usage: %s [pair | cross | env | mismatch notag|default]\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s [pair [inline] | cross [inline] | env | mismatch notag|default]\n",
+                argv[0]);
         return 2;
     }
     return tap_done();

@@ -8,6 +8,8 @@ for m in "ucp-sm|posix,cma,self" "ucp-tcp|tcp"; do
     envs="PSP_SHM=0 PSP_TCP=0 PSP_UCP_TAG=1 UCX_TLS=${m#*|} T_TRANSPORT=ucp"
     run_case "$label" "$envs" t_tag pair
     run_case "$label" "$envs" t_tag cross
+    run_case "$label inline" "$envs" t_tag pair inline
+    run_case "$label inline" "$envs" t_tag cross inline
     run_case "$label" "$envs" t_tag env
     run_case "$label" "$envs" t_tag mismatch notag
     run_case "$label" "$envs" t_tag mismatch default

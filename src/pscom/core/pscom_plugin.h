@@ -21,10 +21,11 @@
 #include <time.h>
 #include "pscom.h"
 
-/* 0x0107: tag matching (pscom_tag_ops_t, pscom_con_tag_on, pscom_con_set_tag_ep); 0x0106:
-   node_oversubscribed; 0x0105: header_user_xlen, read_feed_user, write_user_now; 0x0104:
-   con_default_rendezvous; 0x0103: con_closing; 0x0102: write_now; 0x0101: held sends, cma */
-#define PSCOM_PLUGIN_API_VERSION 0x0107
+/* 0x0108: pscom_tag_ops_t.enable gets the socket's flags, recv the socket; 0x0107: tag matching
+   (pscom_tag_ops_t, pscom_con_tag_on, pscom_con_set_tag_ep); 0x0106: node_oversubscribed; 0x0105:
+   header_user_xlen, read_feed_user, write_user_now; 0x0104: con_default_rendezvous; 0x0103:
+   con_closing; 0x0102: write_now; 0x0101: held sends, cma */
+#define PSCOM_PLUGIN_API_VERSION 0x0108
 #define PSCOM_HS_BLOB_MAX        512 /* largest handshake blob of one plugin */
 
 #define likely(x)   __builtin_expect(!!(x), 1)
@@ -124,11 +125,14 @@ typedef struct pscom_tag_ops {
     /* Can it match tags here? 1, or 0 with why (e.g. switched off by the user). Once, before
        enable. */
     int (*usable)(char *why, size_t whylen);
-    /* From now on: completions go to done (with the operation's user pointer). */
-    void (*enable)(pscom_tag_done_t done);
+    /* From now on: completions go to done (with the operation's user pointer); flags:
+       pscom_socket_tag_matching's (PSCOM_TAG_DONE_INLINE). */
+    void (*enable)(pscom_tag_done_t done, unsigned flags);
     /* ep: what the transport gave for the connection (pscom_con_set_tag_ep) */
     int (*send)(void *ep, uint64_t tag, const void *buf, size_t len, int sync, void *user);
-    int (*recv)(uint64_t tag, uint64_t mask, void *buf, size_t len, void *user, void **op);
+    /* socket: pscom_tag_recv's, so that the call passes its arguments on as they are */
+    int (*recv)(pscom_socket_t *socket, uint64_t tag, uint64_t mask, void *buf, size_t len,
+                void *user, void **op);
     int (*probe)(uint64_t tag, uint64_t mask, pscom_tag_info_t *info, void **msg);
     int (*msg_recv)(void *msg, void *buf, size_t len, void *user);
     void (*cancel)(void *op);

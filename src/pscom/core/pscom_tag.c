@@ -20,7 +20,8 @@ typedef struct tag_wait {
 static pscom_sock_t *tag_sock; /* the transport's queues are the process's: one socket */
 static pscom_tag_done_t tag_done;
 
-PSCOM_API int pscom_socket_tag_matching(pscom_socket_t *socket, pscom_tag_done_t done)
+PSCOM_API int pscom_socket_tag_matching(pscom_socket_t *socket, pscom_tag_done_t done,
+                                        unsigned flags)
 {
     pscom_sock_t *sock = get_sock(socket);
     char why[160] = "";
@@ -37,7 +38,7 @@ PSCOM_API int pscom_socket_tag_matching(pscom_socket_t *socket, pscom_tag_done_t
         else
             p = pscom_plugin_tag_transport(why, sizeof(why));
         if (p) {
-            p->tag->enable(done);
+            p->tag->enable(done, flags);
             tag_done = done;
             sock->tag_plugin = p;
             tag_sock = sock;
@@ -172,6 +173,18 @@ void pscom_tag_con_failed(pscom_con_t *con)
     }
 }
 
+static __attribute__((noinline)) int recv_locked(pscom_socket_t *socket, uint64_t tag,
+                                                 uint64_t mask, void *buf, size_t len, void *user,
+                                                 void **op)
+{
+    const pscom_plugin_t *p = get_sock(socket)->tag_plugin;
+    pscom_lock();
+    int rc = p->tag->recv(socket, tag, mask, buf, len, user, op);
+    pscom_unlock();
+    return rc;
+}
+
+/* the unthreaded case passes its arguments on as they are: a jump into the transport */
 PSCOM_API int pscom_tag_recv(pscom_socket_t *socket, uint64_t tag, uint64_t mask, void *buf,
                              size_t len, void *user, void **op)
 {
@@ -179,11 +192,8 @@ PSCOM_API int pscom_tag_recv(pscom_socket_t *socket, uint64_t tag, uint64_t mask
     if (unlikely(!p))
         return PSCOM_ERR_INVALID;
     if (likely(!g.threaded))
-        return p->tag->recv(tag, mask, buf, len, user, op);
-    pscom_lock();
-    int rc = p->tag->recv(tag, mask, buf, len, user, op);
-    pscom_unlock();
-    return rc;
+        return p->tag->recv(socket, tag, mask, buf, len, user, op);
+    return recv_locked(socket, tag, mask, buf, len, user, op);
 }
 
 PSCOM_API int pscom_tag_probe(pscom_socket_t *socket, uint64_t tag, uint64_t mask,

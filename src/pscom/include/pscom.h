@@ -28,8 +28,10 @@ extern "C" {
 
 /* API version: major << 8 | minor. pscom_init() refuses a different major or a newer minor. */
 #define PSCOM_VERSION_MAJOR 1
-#define PSCOM_VERSION_MINOR 2 /* 2: tag matching in the transport; 1: pscom_set_oversubscribed */
-#define PSCOM_VERSION       ((PSCOM_VERSION_MAJOR << 8) | PSCOM_VERSION_MINOR)
+#define PSCOM_VERSION_MINOR                                                                        \
+    3 /* 3: PSCOM_TAG_DONE_INLINE; 2: tag matching in the transport;                               \
+         1: pscom_set_oversubscribed */
+#define PSCOM_VERSION ((PSCOM_VERSION_MAJOR << 8) | PSCOM_VERSION_MINOR)
 
 /* Largest user header of one message. */
 #define PSCOM_XHEADER_MAX 4096
@@ -354,13 +356,19 @@ typedef struct pscom_tag_info {
 } pscom_tag_info_t;
 
 /* Completion of an operation, with its user pointer; info: the message received (receives),
-   NULL for sends. Runs inside a pscom call. */
+   NULL for sends. Runs inside a pscom call, once the transport has returned to pscom (it may
+   call pscom then), or, with PSCOM_TAG_DONE_INLINE, inside the transport's own progress. */
 typedef void (*pscom_tag_done_t)(void *user, pscom_tag_status_t status,
                                  const pscom_tag_info_t *info);
 
-/* Hand socket's tagged messages to its transport; done: the completion of each operation.
-   1: on; 0: not possible here (pscom's own matching stays; PSP_DEBUG>=2 logs why). */
-int pscom_socket_tag_matching(pscom_socket_t *socket, pscom_tag_done_t done);
+/* flags of pscom_socket_tag_matching: done() calls no pscom function, so the transport may run
+   it at once, from inside its progress (no queue of completions on the way) */
+#define PSCOM_TAG_DONE_INLINE 1u
+
+/* Hand socket's tagged messages to its transport; done: the completion of each operation;
+   flags: PSCOM_TAG_DONE_INLINE or 0. 1: on; 0: not possible here (pscom's own matching stays;
+   PSP_DEBUG>=2 logs why). */
+int pscom_socket_tag_matching(pscom_socket_t *socket, pscom_tag_done_t done, unsigned flags);
 /* Is it on for socket? */
 int pscom_socket_tag_on(pscom_socket_t *socket);
 /* Send len bytes at buf with tag to con's peer (sync: complete only once a receive matched it).

@@ -407,7 +407,7 @@ static inline void tag_check_recv(struct pp *pp, struct tag_op *op, const void *
 /* Right after the socket is made, before its first connection. */
 static void tag_enable(pscom_socket_t *sock)
 {
-    if (!pscom_socket_tag_matching(sock, tag_done))
+    if (!pscom_socket_tag_matching(sock, tag_done, PSCOM_TAG_DONE_INLINE))
         die("--tag: tag matching in the transport is not available here; it needs ucp as the "
             "only transport: set PSP_SHM=0 PSP_TCP=0 (and UCX_TLS as wanted, e.g. "
             "posix,cma,self or tcp; PSP_UCP_TAG must not be 0). PSP_DEBUG=2 tells why.");

@@ -19,11 +19,19 @@ static int tag_usable(char *why, size_t whylen)
     return 1;
 }
 
+/* inlined at link time (LTO): pscom_tag_recv's call comes straight here */
+static int tag_recv(pscom_socket_t *socket, uint64_t tag, uint64_t mask, void *buf, size_t len,
+                    void *user, void **op)
+{
+    (void)socket; /* UCX's worker is the process's one matching queue */
+    return ux_tag_recv(tag, mask, buf, len, user, op);
+}
+
 const pscom_tag_ops_t ucp_tag_ops = {
     .usable = tag_usable,
     .enable = ux_tag_enable,
     .send = ux_tag_send, /* to the endpoint ucp_start gave core (pscom_con_set_tag_ep) */
-    .recv = ux_tag_recv,
+    .recv = tag_recv,
     .probe = ux_tag_probe,
     .msg_recv = ux_tag_msg_recv,
     .cancel = ux_tag_cancel,

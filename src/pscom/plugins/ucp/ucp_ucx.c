@@ -20,6 +20,7 @@ static struct {
     ux_ep_error_fn on_error;
     int tag;
     pscom_tag_done_t tag_done;
+    int tag_done_inline; /* PSCOM_TAG_DONE_INLINE */
 } ux = {.efd = -1};
 
 /* UCX's own error and warning lines during a call we expect may fail: kept as the reason
@@ -372,9 +373,10 @@ int ux_tag_ready(void)
     return ux.worker && ux.tag;
 }
 
-void ux_tag_enable(pscom_tag_done_t done)
+void ux_tag_enable(pscom_tag_done_t done, unsigned flags)
 {
     ux.tag_done = done;
+    ux.tag_done_inline = (flags & PSCOM_TAG_DONE_INLINE) != 0;
 }
 
 static pscom_tag_status_t tag_status(ucs_status_t st)
@@ -405,6 +407,10 @@ static size_t cmpl_head, cmpl_max;
 
 static void tag_complete(void *user, pscom_tag_status_t status, const pscom_tag_info_t *info)
 {
+    if (ux.tag_done_inline) {
+        ux.tag_done(user, status, info);
+        return;
+    }
     if (cmpl_n == cmpl_max) {
         size_t max = cmpl_max ? 2 * cmpl_max : 64;
         tag_cmpl_t *c = realloc(cmpl, max * sizeof(*c));

@@ -90,8 +90,9 @@ void ux_release(void *data);
 /* Initialised with it? */
 int ux_tag_ready(void);
 /* Completions of the calls below go to done once UCX returned, never inside it: at the end of
-   ux_progress, or (receives, cancel) of the call itself. */
-void ux_tag_enable(pscom_tag_done_t done);
+   ux_progress, or (receives, cancel) of the call itself. With PSCOM_TAG_DONE_INLINE in flags
+   (done calls no pscom, hence no UCX) they go to done at once, from UCX's callbacks. */
+void ux_tag_enable(pscom_tag_done_t done, unsigned flags);
 int ux_tag_send(void *ep, uint64_t tag, const void *buf, size_t len, int sync, void *user);
 int ux_tag_recv(uint64_t tag, uint64_t mask, void *buf, size_t len, void *user, void **op);
 int ux_tag_probe(uint64_t tag, uint64_t mask, pscom_tag_info_t *info, void **msg);

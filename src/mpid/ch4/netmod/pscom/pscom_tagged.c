@@ -364,8 +364,9 @@ fn_fail:
     return mpi_errno;
 }
 
-/* Completion of a send (info NULL) or a receive: finish the MPI request. Runs inside pscom's
-   progress (or inside the receive call, for a message that was there): calls no pscom. */
+/* Completion of a send (info NULL) or a receive: finish the MPI request. Runs inside the
+   transport's progress (or inside the receive call, for a message that was there), hence
+   PSCOM_TAG_DONE_INLINE: it calls no pscom. */
 void MPIDI_PSCOM_tm_done(void *user, pscom_tag_status_t status, const pscom_tag_info_t *info)
 {
     MPIR_Request *req = user;
@@ -431,7 +432,8 @@ void MPIDI_PSCOM_tm_init(void)
 {
     MPIDI_PSCOM_global.tag_mode =
         MPIR_Process.size <= MPIDI_PSCOM_TM_RANK_MAX + 1 &&
-        pscom_socket_tag_matching(MPIDI_PSCOM_global.socket, MPIDI_PSCOM_tm_done);
+        pscom_socket_tag_matching(MPIDI_PSCOM_global.socket, MPIDI_PSCOM_tm_done,
+                                  PSCOM_TAG_DONE_INLINE);
 }
 
 void MPIDI_PSCOM_tm_finalize(void)

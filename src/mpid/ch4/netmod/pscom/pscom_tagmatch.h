@@ -7,8 +7,9 @@
  *   63..48 context id (16 bits)   47..31 source rank (17 bits)   30..0 MPI tag (31 bits, with
  *   MPICH's two error bits on top, which a receive of a given tag ignores)
  *
- * Completions (MPIDI_PSCOM_tm_done, pscom_tagged.c) finish the MPI request inside pscom's
- * progress: nothing there calls pscom again.
+ * Completions (MPIDI_PSCOM_tm_done, pscom_tagged.c) finish the MPI request from inside the
+ * transport's progress (PSCOM_TAG_DONE_INLINE, as MPICH's ucx netmod does from UCX's callbacks):
+ * nothing there calls pscom again.
  */
 #ifndef PSCOM_TAGMATCH_H_INCLUDED
 #define PSCOM_TAGMATCH_H_INCLUDED
