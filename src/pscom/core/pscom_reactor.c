@@ -285,12 +285,14 @@ void pscom_wait_until(int (*done)(void *), void *arg)
     }
 }
 
-PSCOM_API int pscom_progress(int timeout_ms)
+static unsigned idle_polls; /* of pscom_progress(0) in a row: callers poll in a loop */
+
+/* pscom_progress with a timeout, or threaded */
+static __attribute__((noinline)) int progress_locked(int timeout_ms)
 {
-    static unsigned idle_polls; /* of pscom_progress(0) in a row: callers poll in a loop */
     unsigned idle = 0;
     pscom_lock();
-    int made = progress_poll(); /* inline: MPI's progress loop calls here all the time */
+    int made = pscom_progress_poll();
     if (!made && timeout_ms != 0) {
         pscom_progress_block(timeout_ms < 0 ? 1000 : timeout_ms);
         made = pscom_progress_poll();
@@ -303,4 +305,20 @@ PSCOM_API int pscom_progress(int timeout_ms)
     if (!made && timeout_ms == 0)
         pscom_poll_pause(idle); /* outside the lock: other threads go on meanwhile */
     return made;
+}
+
+PSCOM_API int pscom_progress(int timeout_ms)
+{
+    if (unlikely(timeout_ms != 0 || g.threaded))
+        return progress_locked(timeout_ms);
+    /* the MPI progress loop's case: one poll (inline), the pause once idle */
+    int made = progress_poll();
+    if (made) {
+        idle_polls = 0;
+        return made;
+    }
+    unsigned idle = idle_polls;
+    idle_polls = idle + (idle < UINT_MAX);
+    pscom_poll_pause(idle);
+    return 0;
 }

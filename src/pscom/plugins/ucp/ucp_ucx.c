@@ -405,12 +405,9 @@ typedef struct tag_cmpl {
 static tag_cmpl_t *cmpl;
 static size_t cmpl_head, cmpl_max;
 
-static void tag_complete(void *user, pscom_tag_status_t status, const pscom_tag_info_t *info)
+static __attribute__((noinline)) void tag_record(void *user, pscom_tag_status_t status,
+                                                 const pscom_tag_info_t *info)
 {
-    if (ux.tag_done_inline) {
-        ux.tag_done(user, status, info);
-        return;
-    }
     if (cmpl_n == cmpl_max) {
         size_t max = cmpl_max ? 2 * cmpl_max : 64;
         tag_cmpl_t *c = realloc(cmpl, max * sizeof(*c));
@@ -425,6 +422,14 @@ static void tag_complete(void *user, pscom_tag_status_t status, const pscom_tag_
                                   .status = status,
                                   .has_info = info != NULL,
                                   .info = info ? *info : (pscom_tag_info_t){0}};
+}
+
+static inline void tag_complete(void *user, pscom_tag_status_t status, const pscom_tag_info_t *info)
+{
+    if (ux.tag_done_inline)
+        ux.tag_done(user, status, info);
+    else
+        tag_record(user, status, info);
 }
 
 static void tag_deliver_all(void)
