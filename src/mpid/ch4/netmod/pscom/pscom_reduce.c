@@ -104,19 +104,25 @@ static enum elem elem_of(MPI_Datatype dt)
     size_t want;
     switch (dt) {
     case MPI_DOUBLE:
+#ifdef HAVE_FORTRAN_BINDING /* without it, mpi.h makes the Fortran types MPI_DATATYPE_NULL */
     case MPI_DOUBLE_PRECISION:
     case MPI_REAL8:
+#endif
         e = E_F64, want = 8;
         break;
     case MPI_FLOAT:
+#ifdef HAVE_FORTRAN_BINDING
     case MPI_REAL:
     case MPI_REAL4:
+#endif
         e = E_F32, want = 4;
         break;
     case MPI_INT:
     case MPI_INT32_T:
+#ifdef HAVE_FORTRAN_BINDING
     case MPI_INTEGER:
     case MPI_INTEGER4:
+#endif
         e = E_I32, want = 4;
         break;
     case MPI_UNSIGNED:
@@ -126,7 +132,9 @@ static enum elem elem_of(MPI_Datatype dt)
     case MPI_LONG:
     case MPI_LONG_LONG:
     case MPI_INT64_T:
+#ifdef HAVE_FORTRAN_BINDING
     case MPI_INTEGER8:
+#endif
     case MPI_AINT:
     case MPI_OFFSET:
     case MPI_COUNT:
