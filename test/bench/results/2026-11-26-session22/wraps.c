@@ -1,0 +1,12 @@
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <stdint.h>
+typedef void *(*fn_t)(void *, const void *, size_t, uint64_t, const void *);
+static fn_t real; static int n = -1; static volatile int sink;
+void *ucp_tag_send_nbx(void *ep, const void *b, size_t c, uint64_t t, const void *p)
+{
+    if (!real) { real = (fn_t)dlsym(RTLD_NEXT, "ucp_tag_send_nbx"); const char *e = getenv("WRAP_S"); n = e ? atoi(e) : 0; }
+    for (int i = 0; i < n; i++) sink++;
+    return real(ep, b, c, t, p);
+}
