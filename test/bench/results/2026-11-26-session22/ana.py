@@ -6,7 +6,7 @@ for f in sys.argv[1:]:
         if len(p) < 6: continue
         rows[(f, p[0])][p[1]] = (float(p[2]), list(map(float, p[3:6])))
         if p[1] not in labs: labs.append(p[1])
-ref = sys.argv[0] and ("mpich" if "mpich" in labs else labs[0])
+ref = "mpich" if "mpich" in labs else labs[0]
 for a in labs:
     rs = [[r[a][1][i] / r[ref][1][i] for i in range(3)] for r in rows.values() if a in r and ref in r]
     med = [st.median(r[a][1][i] for r in rows.values() if a in r) for i in range(3)]

@@ -9,7 +9,6 @@ for r in $(seq $R); do
       o=$(env UCX_TLS=posix,cma,self $envs timeout 60 /usr/bin/mpiexec.mpich -n 2 _build/bench/mpi_pp.mpich --mode lat --sizes 0,8,1k --csv --time 0.05 | grep -v '#' | awk -F, 'NR>1{printf "%s ", $4}')
     else
       bin=${BIN:-_build/bench/mpi_pp.ours}; pre=${PRE:-install}
-      [ -n "${PRE_lab[$lab]}" ] && pre=${PRE_lab[$lab]}
       o=$(env PSP_SHM=0 PSP_TCP=0 UCX_TLS=posix,cma,self $envs timeout 60 $pre/bin/mpiexec -n 2 $bin --mode lat --sizes 0,8,1k --csv --time 0.05 | grep -v '#' | awk -F, 'NR>1{printf "%s ", $4}')
     fi
     echo "$r $lab $cl $o" >> $OUT
