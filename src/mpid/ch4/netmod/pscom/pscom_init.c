@@ -6,6 +6,8 @@
  */
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
+#include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #define EP_KEY_FMT "pscom-ep-%d"
@@ -181,6 +183,42 @@ int MPIDI_PSCOM_post_init(void)
     return MPI_SUCCESS;
 }
 
+/* MPI_Finalize's barrier through the launcher, with pscom progressing meanwhile: a rank that is
+   done must go on serving its peers until all are, since a transport may hold a peer's last
+   messages until both sides progress (UCX queues what a late receiver had no room for, and its
+   rendezvous and tcp flushes wait for the receiver's answer). A PMI barrier blocks in a socket
+   read, so it runs in a thread of its own while this one progresses. */
+typedef struct {
+    int rc;
+    atomic_int done;
+} pmi_barrier_t;
+
+static void *pmi_barrier_thread(void *arg)
+{
+    pmi_barrier_t *b = arg;
+    b->rc = MPIR_pmi_barrier();
+    atomic_store(&b->done, 1);
+    return NULL;
+}
+
+static int barrier_progressing(void)
+{
+    pmi_barrier_t b = {.rc = MPI_SUCCESS};
+    pthread_t t;
+    atomic_init(&b.done, 0);
+    if (pthread_create(&t, NULL, pmi_barrier_thread, &b) != 0)
+        return MPIR_pmi_barrier(); /* no thread to be had: block as MPICH does */
+    while (!atomic_load(&b.done)) {
+        /* sleeps in pscom's wait, but at most 5 ms: UCX does not wake a sender when the peer
+           makes room in its shared memory queue */
+        pscom_progress(5);
+        if (MPIDI_PSCOM_global.done_head)
+            MPIDI_PSCOM_drain();
+    }
+    pthread_join(t, NULL);
+    return b.rc;
+}
+
 int MPIDI_PSCOM_mpi_finalize_hook(void)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -194,7 +232,7 @@ int MPIDI_PSCOM_mpi_finalize_hook(void)
 
     /* comm_world is gone already: synchronise through PMI, so nobody closes a connection
      * a peer still sends on, then let pscom flush and close everything */
-    mpi_errno = MPIR_pmi_barrier();
+    mpi_errno = barrier_progressing();
     MPIDI_PSCOM_global.finalizing = 1;
     MPIDI_PSCOM_preq_cache_drop();
     for (int i = 0; i < MPIDIU_get_n_avts(); i++) {
