@@ -92,11 +92,47 @@ PSCOM_API pscom_connection_t *pscom_open_connection(pscom_socket_t *socket)
     return con ? &con->pub : NULL;
 }
 
+/* The peer's own attempt, being accepted on a connection object of its own: it arrived before
+   we knew the peer's address (pscom_connect), so it did not bind to con. */
+static int incoming_from_peer(pscom_con_t *con)
+{
+    list_head_t *p;
+    list_for_each(p, &con->sock->cons)
+    {
+        pscom_con_t *c = list_entry(p, pscom_con_t, next);
+        if (c != con && c->accepted_new && c->precon && c->pub.state == PSCOM_CON_STATE_ACCEPTING &&
+            !strcmp(c->peer_addr, con->peer_addr))
+            return 1;
+    }
+    return 0;
+}
+
 void pscom_con_start_connect(pscom_con_t *con)
 {
     con->pub.state = PSCOM_CON_STATE_CONNECTING;
+    /* Our attempt would lose the tie-break to the peer's, which binds elsewhere, and then wait
+       for nothing: start it once that one settled (the peer takes ours as a second connection) */
+    con->connect_deferred = incoming_from_peer(con);
+    if (con->connect_deferred) {
+        PSCOM_LOG(4, "%s: the peer is connecting to us; ours waits for that", con->log_name);
+        return;
+    }
     if (!pscom_precon_connect(con))
         pscom_con_fail(con, PSCOM_OP_CONNECT, PSCOM_ERR_CONNECTION_REFUSED);
+}
+
+void pscom_con_start_deferred(pscom_sock_t *sock)
+{
+    list_head_t *p;
+    list_for_each(p, &sock->cons)
+    {
+        pscom_con_t *con = list_entry(p, pscom_con_t, next);
+        if (con->connect_deferred && con->pub.state == PSCOM_CON_STATE_CONNECTING &&
+            !incoming_from_peer(con)) {
+            pscom_con_start_connect(con);
+            return; /* the list may have changed; the rest at the next settled handshake */
+        }
+    }
 }
 
 static int con_settled(void *arg)
@@ -199,6 +235,7 @@ void pscom_con_established(pscom_con_t *con, const pscom_plugin_t *plugin, int f
         con->ops->write_start(con);
     if (con->tag_wait && con->pub.state == PSCOM_CON_STATE_RW)
         pscom_tag_con_ready(con);
+    pscom_con_start_deferred(con->sock);
 }
 
 void pscom_con_set_transport(pscom_con_t *con, const pscom_con_ops_t *ops, void *data)
@@ -307,8 +344,11 @@ static int flushed(void *arg)
 {
     flush_wait_t *f = arg;
     pscom_con_t *con = f->con;
-    if ((list_empty(&con->sendq) && list_empty(&con->held_sends) && list_empty(&con->rndv_sends)) ||
-        con->pub.state != PSCOM_CON_STATE_RW)
+    if (con->pub.state != PSCOM_CON_STATE_RW)
+        return 1;
+    /* nothing queued here, and nothing the transport holds that only our progress sends */
+    if (list_empty(&con->sendq) && list_empty(&con->held_sends) && list_empty(&con->rndv_sends) &&
+        (con->closed || !con->ops || !con->ops->flushed || con->ops->flushed(con)))
         return 1;
     if (f->deadline_ms && now_ms() > f->deadline_ms)
         return f->timed_out = 1;

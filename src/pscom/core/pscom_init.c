@@ -376,8 +376,12 @@ PSCOM_API void pscom_dump_info(FILE *out)
                     count(&con->rndv_recvs));
             dump_reqs(out, "receive", &con->recvq);
             dump_reqs(out, "unexpected", &con->genq);
+            dump_reqs(out, "send", &con->sendq);
+            if (con->ops && !con->closed && con->ops->dump)
+                con->ops->dump(con, out);
         }
     }
+    pscom_plugin_dump(out);
     pscom_stats_t *s = &pscom_stats;
     fprintf(out,
             "counters: sent %llu/%llu B, recv %llu/%llu B, unexpected %llu, rndv %llu/%llu, "

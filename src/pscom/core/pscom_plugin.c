@@ -288,6 +288,15 @@ void pscom_plugins_destroy(void)
     n_order = 0;
 }
 
+void pscom_plugin_dump(FILE *out)
+{
+    for (int i = 0; i < n_slots; i++)
+        if (slots[i].available && !slots[i].deferred && slots[i].plugin->dump) {
+            fprintf(out, "transport %s:\n", slots[i].name);
+            slots[i].plugin->dump(out);
+        }
+}
+
 int pscom_plugin_count(void)
 {
     return n_order;

@@ -16,16 +16,18 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <time.h>
 #include "pscom.h"
 
-/* 0x0108: pscom_tag_ops_t.enable gets the socket's flags, recv the socket; 0x0107: tag matching
-   (pscom_tag_ops_t, pscom_con_tag_on, pscom_con_set_tag_ep); 0x0106: node_oversubscribed; 0x0105:
-   header_user_xlen, read_feed_user, write_user_now; 0x0104: con_default_rendezvous; 0x0103:
-   con_closing; 0x0102: write_now; 0x0101: held sends, cma */
-#define PSCOM_PLUGIN_API_VERSION 0x0108
+/* 0x0109: dump (con and plugin, for PSP_SIGQUIT), flushed; 0x0108: pscom_tag_ops_t.enable gets the
+   socket's flags, recv the socket; 0x0107: tag matching (pscom_tag_ops_t, pscom_con_tag_on,
+   pscom_con_set_tag_ep); 0x0106: node_oversubscribed; 0x0105: header_user_xlen, read_feed_user,
+   write_user_now; 0x0104: con_default_rendezvous; 0x0103: con_closing; 0x0102: write_now; 0x0101:
+   held sends, cma */
+#define PSCOM_PLUGIN_API_VERSION 0x0109
 #define PSCOM_HS_BLOB_MAX        512 /* largest handshake blob of one plugin */
 
 #define likely(x)   __builtin_expect(!!(x), 1)
@@ -116,6 +118,14 @@ typedef struct pscom_con_ops {
        a transport that leaves the pscom header off the wire (pscom_read_feed_user). */
     int (*write_user_now)(pscom_con_t *con, const void *xheader, size_t xlen, const void *data,
                           size_t dlen);
+    /* Optional: the transport's state of the connection for the SIGQUIT dump (PSP_SIGQUIT), in
+       lines starting with four spaces: what a stuck connection waits for. Called from a signal
+       handler of a process that is hung anyway: it only reads. */
+    void (*dump)(pscom_con_t *con, FILE *out);
+    /* Optional, for a transport that completes sends before they left (copies it queues while
+       the peer has no room): 1 when it holds none for con. A closing connection waits for that
+       before its EOF counts as sent (PSP_SHUTDOWN_TIMEOUT). */
+    int (*flushed)(pscom_con_t *con);
 } pscom_con_ops_t;
 
 /* Optional: a transport that matches tagged messages itself (pscom.h, "Tag matching in the
@@ -161,6 +171,9 @@ typedef struct pscom_plugin {
     /* Both sides agreed: set the data path (pscom_con_set_transport), take ownership of fd. */
     void (*con_start)(pscom_con_t *con, int fd);
     const pscom_tag_ops_t *tag; /* optional: tag matching in the transport */
+    /* Optional: the plugin's process-wide state for the SIGQUIT dump (as con_ops_t.dump), in
+       lines starting with two spaces. */
+    void (*dump)(FILE *out);
 } pscom_plugin_t;
 
 /* ---- what core offers plugins ---- */

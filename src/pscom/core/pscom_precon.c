@@ -174,11 +174,14 @@ static void drop_incoming(precon_t *pre, const char *why)
                   why);
     }
     pscom_con_t *con = pre->con;
+    pscom_sock_t *sock = pre->sock;
     pscom_precon_destroy(pre);
     if (con && con->pub.state == PSCOM_CON_STATE_ACCEPTING && con->accepted_new)
         pscom_con_free(con);
     else if (con && con->pub.state == PSCOM_CON_STATE_ACCEPTING)
         pscom_con_fail(con, PSCOM_OP_CONNECT, PSCOM_ERR_PROTOCOL);
+    if (con)
+        pscom_con_start_deferred(sock); /* a connect that waited for this one */
 }
 
 /* Our outgoing attempt failed. */

@@ -129,6 +129,7 @@ struct pscom_con {
     unsigned int eof_received : 1, eof_sent : 1, error_reported : 1, closed : 1, user_closed : 1,
         accepted_new : 1;
     uint64_t connect_start_ms; /* ACCEPTING after losing a tie-break: since when */
+    int connect_deferred;      /* CONNECTING, waits for the peer's own attempt (pscom_con.c) */
     pscom_err_t last_err;      /* why the connection failed (pscom_connect's result) */
 
     const pscom_plugin_t *plugin;
@@ -291,6 +292,8 @@ void pscom_con_established(pscom_con_t *con, const pscom_plugin_t *plugin, int f
 void pscom_con_fail(pscom_con_t *con, pscom_op_t op, pscom_err_t err);
 void pscom_con_free(pscom_con_t *con);
 void pscom_con_start_connect(pscom_con_t *con);
+/* Start the connects that waited for a peer's own attempt to settle (pscom_con_start_connect) */
+void pscom_con_start_deferred(pscom_sock_t *sock);
 pscom_con_t *pscom_con_find_by_addr(pscom_sock_t *sock, const char *addr);
 int pscom_ep_addr(const char *ep, char *addr, size_t addrlen, char *name, size_t namelen);
 
@@ -322,6 +325,7 @@ void pscom_tag_con_ready(pscom_con_t *con);  /* established: send what waited */
 void pscom_tag_con_failed(pscom_con_t *con); /* fail what waited */
 void pscom_tag_sock_closed(pscom_sock_t *sock);
 const pscom_plugin_t *pscom_plugin_tag_transport(char *why, size_t whylen); /* pscom_plugin.c */
+void pscom_plugin_dump(FILE *out); /* the loaded plugins' own dump (PSP_SIGQUIT) */
 
 /* pscom_rndv.c */
 void pscom_rndv_prepare_send(pscom_con_t *con, pscom_req_t *req);

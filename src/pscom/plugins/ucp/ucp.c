@@ -47,6 +47,12 @@ static const pscom_env_row_t ucp_env[] = {
      "then must not use UCX's rendezvous), messages of at least this size go by pscom's "
      "rendezvous: the receiver copies them once with process_vm_readv (0: always eager).",
      PSCOM_ENV_SIZE, &ucp_cfg.cma, 0, 0},
+    {"PSP_UCP_QUEUE", "1M",
+     "Bytes of copied messages that UCX may hold queued for one connection while the peer's "
+     "receive queue (or socket) is full; further sends wait in pscom's queue, and a blocking "
+     "send blocks, until UCX has room again. Bounds a sender's memory when its receiver runs "
+     "late (copies of small messages count 8 KiB each).",
+     PSCOM_ENV_SIZE, &ucp_cfg.queue, 1, 0},
     {"PSP_UCP_PEER_FAILURE", "0",
      "1: endpoints in UCX's peer failure mode (UCX's keepalive also notices a peer node that "
      "vanished; UCX then sends over a single lane). 0: a peer's exit is noticed by the "
@@ -486,11 +492,60 @@ static int ucp_rndv_pull(pscom_con_t *con, void *dst, uint64_t remote, size_t le
     return -1; /* core asks the sender to push the data */
 }
 
+/* A closing connection's last messages have left once UCX holds no copies for it (the
+   endpoint's close then flushes what UCX buffered) */
+static int ucp_con_flushed(pscom_con_t *con)
+{
+    uc_t *uc = pscom_con_transport_data(con);
+    return !uc || uc->dead || !uc->queued;
+}
+
+/* PSP_SIGQUIT: what the connection waits for (reads only: the process is stuck anyway) */
+static void ucp_con_dump(pscom_con_t *con, FILE *out)
+{
+    uc_t *uc = pscom_con_transport_data(con);
+    if (!uc)
+        return;
+    unsigned queued = 0, released = 0;
+    for (rx_t *rx = uc->rx_head; rx; rx = rx->next)
+        queued++;
+    for (tx_t *tx = uc->tx_done; tx; tx = tx->next)
+        released++;
+    fprintf(out,
+            "    ucp: id %#x, peer's %#x, %s endpoint; messages sent %u, fed to core %u, arrived "
+            "out of order or not yet fed %u%s; UCX operations in flight on it %u, completed "
+            "large sends not yet released %u\n",
+            uc->id, uc->peer_id,
+            uc->peer_mode ? "peer-failure-mode"
+            : uc->eager   ? "shared memory (eager only)"
+                          : "plain",
+            uc->tx_seq, uc->rx_seq, queued,
+            uc->rx_cur ? ", one rendezvous payload being fetched" : "", uc->ops, released);
+    if (uc->queued || uc->tx_blocked)
+        fprintf(out, "    ucp: copies queued in UCX %zu B%s\n", uc->queued,
+                uc->tx_blocked ? ", sends wait for room (PSP_UCP_QUEUE)" : "");
+    uint64_t now = ucp_now_ms();
+    if (uc->full_since)
+        fprintf(out,
+                "    ucp: short sends find no room in UCX since %llu ms (the peer does not "
+                "drain its receive queue)\n",
+                (unsigned long long)(now - uc->full_since));
+    if (uc->bye_in)
+        fprintf(out, "    ucp: the peer said goodbye after %u messages\n", uc->bye_seq);
+    if (uc->hup_at)
+        fprintf(out, "    ucp: the peer's handshake socket closed %llu ms ago\n",
+                (unsigned long long)(now - uc->hup_at));
+    if (uc->ep_err)
+        fprintf(out, "    ucp: endpoint error: %s\n", uc->ep_err);
+}
+
 static const pscom_con_ops_t ucp_ops = {
     .write_start = ucp_write_start,
     .write_user_now = ucp_write_user_now,
     .close = ucp_close,
     .rndv_pull = ucp_rndv_pull,
+    .dump = ucp_con_dump,
+    .flushed = ucp_con_flushed,
 };
 
 /* ---- handshake ---- */
@@ -727,4 +782,5 @@ PSCOM_PLUGIN_API const pscom_plugin_t pscom_plugin_ucp = {
     .con_abort = ucp_abort,
     .con_start = ucp_start,
     .tag = &ucp_tag_ops,
+    .dump = ux_dump,
 };

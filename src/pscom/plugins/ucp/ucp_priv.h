@@ -16,6 +16,7 @@ extern struct ucp_cfg {
     size_t eager;
     int direct;
     size_t cma;
+    size_t queue;
     unsigned hup_ms;
     int peer_failure;
     int tag;
@@ -125,6 +126,8 @@ struct uc {
     uint32_t bye_seq;
     int bye; /* ended by the goodbye (not a failure) */
     int on_work, on_list;
+    size_t queued;  /* bytes of copies UCX holds for this connection (PSP_UCP_QUEUE) */
+    int tx_blocked; /* ucp_write stopped at PSP_UCP_QUEUE: resumes when copies complete */
 };
 
 #define container_of(p, type, member) ((type *)((char *)(p)-offsetof(type, member)))

@@ -15,6 +15,9 @@ typedef struct bounce {
     ux_op_t op;
     struct bounce *next_free;
     size_t len;
+    size_t
+        charge; /* bytes counted in the connection's queued (PSP_UCP_QUEUE), while UCX holds it */
+    uint32_t uc_id; /* that connection (looked up at completion: it may be closed by then) */
     unsigned char data[];
 } bounce_t;
 
@@ -267,7 +270,25 @@ static void bounce_done(ux_op_t *op, const char *err)
 {
     (void)err; /* the endpoint's error handler reports failures */
     bounce_t *b = container_of(op, bounce_t, op);
+    uc_t *uc = ucp_id_find(b->uc_id);
+    if (uc) {
+        uc->queued -= b->charge;
+        if (uc->tx_blocked && uc->queued < ucp_cfg.queue) {
+            uc->tx_blocked = 0;
+            ucp_work_add(uc); /* the next poll sends what waits in core's queue */
+        }
+    }
     bounce_put(b, b->len);
+}
+
+/* Copies UCX holds for uc reach PSP_UCP_QUEUE: the next send waits (at least one may be queued,
+   so a send always goes eventually) */
+static inline int queue_full(uc_t *uc)
+{
+    if (likely(!uc->queued || uc->queued < ucp_cfg.queue))
+        return 0;
+    uc->tx_blocked = 1;
+    return 1;
 }
 
 /* ---- send ---- */
@@ -279,6 +300,7 @@ static bounce_t *bounce_new(size_t len)
     if (b) {
         b->op.done = bounce_done;
         b->len = len;
+        b->charge = 0;
     }
     return b;
 }
@@ -289,8 +311,15 @@ static int bounce_send(uc_t *uc, bounce_t *b, const void *hdr, size_t hlen, int 
                        const char **why)
 {
     int r = ux_send(uc->ep, hdr, hlen, b->data, b->len, eager, &b->op, why);
-    if (r <= 0)
+    if (r <= 0) {
         bounce_put(b, b->len);
+        return r;
+    }
+    /* UCX queued it (no room at the peer now): it counts against PSP_UCP_QUEUE until sent, as
+       much as it occupies */
+    b->uc_id = uc->id;
+    b->charge = b->len > BOUNCE_CACHED ? b->len : BOUNCE_CACHED;
+    uc->queued += b->charge;
     return r;
 }
 
@@ -426,7 +455,8 @@ int ucp_write_user_now(pscom_con_t *con, const void *xheader, size_t xlen, const
         if (r <= 0)
             return r == 0;
     }
-    if (pscom_con_closing(uc->con)) /* no copies there: see no_room_wait */
+    /* no copies on a closing connection (see no_room_wait), nor beyond PSP_UCP_QUEUE */
+    if (pscom_con_closing(uc->con) || queue_full(uc))
         return 0;
     bounce_t *b = bounce_new(sizeof(ucp_hdr_t) + xlen + dlen);
     if (!b)
@@ -480,6 +510,8 @@ void ucp_write(uc_t *uc)
             if (pscom_con_closing(uc->con) && no_room_wait(uc, total))
                 return;
         }
+        if (queue_full(uc))
+            return; /* bounce_done resumes it */
         if (total <= ucp_cfg.small) {
             if (send_copy(uc, iov, n, total) != 0)
                 return;

@@ -442,8 +442,12 @@ static void tag_deliver_all(void)
     cmpl_head = cmpl_n = 0;
 }
 
+/* tagged operations UCX holds (posted, not completed): for the SIGQUIT dump (ux_dump) */
+static unsigned long tag_sends_open, tag_recvs_open;
+
 static void tag_send_cb(void *request, ucs_status_t status, void *user)
 {
+    tag_sends_open--;
     ucp_request_free(request);
     tag_complete(user, tag_status(status), NULL);
 }
@@ -458,6 +462,7 @@ static void tag_recv_cb(void *request, ucs_status_t status, const ucp_tag_recv_i
                         void *user)
 {
     pscom_tag_info_t info = {.tag = ti->sender_tag, .len = ti->length};
+    tag_recvs_open--;
     ucp_request_free(request);
     if (posting.on && user == posting.user)
         posting.done = 1;
@@ -484,7 +489,10 @@ int ux_tag_send(void *ep, uint64_t tag, const void *buf, size_t len, int sync, v
                                : ucp_tag_send_sync_nbx((ucp_ep_h)ep, buf, len, tag, &send_param);
     if (r == NULL)
         return 1;
-    return UCS_PTR_IS_ERR(r) ? PSCOM_ERR_IOERROR : 0;
+    if (UCS_PTR_IS_ERR(r))
+        return PSCOM_ERR_IOERROR;
+    tag_sends_open++;
+    return 0;
 }
 
 int ux_tag_recv(uint64_t tag, uint64_t mask, void *buf, size_t len, void *user, void **op)
@@ -493,10 +501,13 @@ int ux_tag_recv(uint64_t tag, uint64_t mask, void *buf, size_t len, void *user, 
     posting.on = 1;
     posting.done = 0;
     posting.user = user;
+    tag_recvs_open++; /* the callback takes it back, also one from inside this call */
     ucs_status_ptr_t r = ucp_tag_recv_nbx(ux.worker, buf, len, tag, mask, &recv_param);
     posting.on = 0;
-    if (UCS_PTR_IS_ERR(r))
+    if (UCS_PTR_IS_ERR(r)) {
+        tag_recvs_open--;
         return PSCOM_ERR_IOERROR;
+    }
     *op = posting.done ? NULL : r; /* done: the request is freed already */
     tag_deliver();
     return 0;
@@ -519,13 +530,33 @@ int ux_tag_msg_recv(void *msg, void *buf, size_t len, void *user)
 {
     /* always by the callback (also when complete at once): nobody cancels these */
     recv_param.user_data = user;
+    tag_recvs_open++;
     ucs_status_ptr_t r = ucp_tag_msg_recv_nbx(ux.worker, buf, len, msg, &recv_param);
     tag_deliver();
-    return UCS_PTR_IS_ERR(r) ? PSCOM_ERR_IOERROR : 0;
+    if (UCS_PTR_IS_ERR(r)) {
+        tag_recvs_open--;
+        return PSCOM_ERR_IOERROR;
+    }
+    return 0;
 }
 
 void ux_tag_cancel(void *op)
 {
     ucp_request_cancel(ux.worker, op);
     tag_deliver();
+}
+
+void ux_dump(FILE *out)
+{
+    unsigned long ops = 0;
+    for (ux_op_t *op = inflight.next; op != &inflight; op = op->next)
+        ops++;
+    fprintf(out, "  UCX worker: %lu active message operations in flight (large sends, fetches)",
+            ops);
+    if (ux.tag)
+        fprintf(out,
+                "; tag matching: %lu sends and %lu receives posted and not complete, %zu "
+                "completions not handed out",
+                tag_sends_open, tag_recvs_open, cmpl_n - cmpl_head);
+    fputc('\n', out);
 }

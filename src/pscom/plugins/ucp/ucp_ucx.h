@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "pscom.h" /* the tag matching types only */
 
 typedef struct ux_ep ux_ep_t; /* a ucp_ep_h */
@@ -98,4 +99,7 @@ int ux_tag_recv(uint64_t tag, uint64_t mask, void *buf, size_t len, void *user, 
 int ux_tag_probe(uint64_t tag, uint64_t mask, pscom_tag_info_t *info, void **msg);
 int ux_tag_msg_recv(void *msg, void *buf, size_t len, void *user);
 void ux_tag_cancel(void *op);
+
+/* What the worker holds (for the SIGQUIT dump): operations in flight, tagged ones posted. */
+void ux_dump(FILE *out);
 #endif
