@@ -45,7 +45,7 @@ if [ -x "$top/install/bin/mpiexec" ]; then
     PSMPI_PREFIX="$top/install" PSP_SHM=0 PSP_UCP=0 prove test/mpi/ || status=1
     # a representative set under the other transport choices: shm off (ucp if built, else
     # tcp), and ucp alone over UCX's tcp and over UCX's shared memory (when the plugin is there)
-    rep="test/mpi/ring.t test/mpi/pt2pt.t test/mpi/coll.t test/mpi/rma.t test/mpi/datatype.t"
+    rep="test/mpi/ring.t test/mpi/pt2pt.t test/mpi/late.t test/mpi/coll.t test/mpi/rma.t test/mpi/datatype.t"
     echo "== MPI tests, representative set, with PSP_SHM=0"
     PSMPI_PREFIX="$top/install" MPITEST_NPS="2 4" PSP_SHM=0 prove $rep || status=1
     # MPICH's inter-node code paths on one machine: every rank its own node for MPICH, two

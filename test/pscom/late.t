@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# t_late (see t_late.c): floods at a receiver that sleeps, one-to-one and 3-to-one, under every
+# transport setting; then through the transport's tag matching where ucp is the only transport
+. "$(dirname "$0")/lib.sh"
+run_matrix t_late pair
+run_matrix t_late many
+for m in "ucp-sm|posix,cma,self" "ucp-tcp|tcp"; do
+    envs="PSP_SHM=0 PSP_TCP=0 PSP_UCP_TAG=1 UCX_TLS=${m#*|} T_TRANSPORT=ucp"
+    run_case "${m%%|*} tag" "$envs" t_late pair tag
+    run_case "${m%%|*} tag" "$envs" t_late many tag
+done
+tap_done
