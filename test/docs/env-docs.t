@@ -80,7 +80,7 @@ for f in $files; do
 done
 
 # 2. every variable has a row "| `PSP_X` | `default` | ..." in the user guide, with the default
-missing= wrong=
+missing='' wrong=''
 while read -r v d; do
     row=$(grep -m1 "^| \`$v\` |" "$GUIDE")
     if [ -z "$row" ]; then

@@ -20,6 +20,7 @@ fi
 PATH=$(printf '%s' "$PATH" | tr ':' '\n' | grep -vxF "$PREFIX/bin" | paste -sd: -)
 unset LOADEDMODULES _LMFILES_ MODULEPATH PSMPI_PREFIX
 export PATH
+# shellcheck disable=SC1090 # Environment Modules' shell init
 . "$MODULES_INIT" >"$MPITEST_TMP/init.out" 2>&1
 if ! command -v module >/dev/null 2>&1; then
     mpitest_comment "$MPITEST_TMP/init.out"
@@ -37,6 +38,7 @@ else
 fi
 
 check_path() { # VAR DIR: DIR is the first element of $VAR
+    mpitest_v=
     eval "mpitest_v=\${$1:-}"
     if [ "${mpitest_v%%:*}" = "$2" ]; then
         tap "ok" "$1 starts with $2"
@@ -77,7 +79,7 @@ else
 fi
 
 # plain mpicc and mpiexec, as a user would call them after module load
-MPIEXEC=mpiexec
+MPIEXEC=mpiexec # shellcheck disable=SC2034 # read by mpitest_job
 if mpitest_build_with mpicc ring ring.c -Wall -Wextra -O2; then
     mpitest_job ring.np2 2 "$MPITEST_TMP/ring"
     mpitest_merge "np=2" "ring (plain mpicc, mpiexec)"
