@@ -79,7 +79,8 @@ else
 fi
 
 # plain mpicc and mpiexec, as a user would call them after module load
-MPIEXEC=mpiexec # shellcheck disable=SC2034 # read by mpitest_job
+# shellcheck disable=SC2034 # read by mpitest_job
+MPIEXEC=mpiexec
 if mpitest_build_with mpicc ring ring.c -Wall -Wextra -O2; then
     mpitest_job ring.np2 2 "$MPITEST_TMP/ring"
     mpitest_merge "np=2" "ring (plain mpicc, mpiexec)"
