@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Print the PSP_* rows of the C configuration tables in FILES, as `pscom_info -c -d` prints them.
 
-Usage: maint/env-rows.py [--skip GROUP,...] FILE.c...
+Usage: maint/env-rows.py [--skip NAME,...] FILE.c...
 
 A table is a `pscom_env_row_t NAME[] = { {"PSP_X", "default", "help" "more help", TYPE, &target,
 min, max}, ..., {NULL, ...} };`. Its group is the first argument of the
 `pscom_env_register("GROUP", NAME)` call in the same file, or, for a plugin's table
 (`.env = NAME` in its pscom_plugin_t), the plugin's `.name`. Each group is printed as
 `# GROUP`, then per row `NAME = DEFAULT # default DEFAULT` and the help text on the next line.
+Variables named in --skip (printed already) are left out, and so is a group left empty.
 
 maint/env-table.sh uses it for the rows that pscom_info cannot show: those the MPI netmod
 registers inside an MPI process, and those of a plugin that is not built on this machine.
@@ -72,7 +73,8 @@ def main(argv):
         argv = argv[2:]
     for path in argv:
         for group, rows in tables(path):
-            if group in skip:
+            rows = [r for r in rows if r[0] not in skip]
+            if not rows:
                 continue
             print("# " + group)
             for name, deflt, help_text in rows:

@@ -24,6 +24,6 @@ lib=$(env $(env | sed -n 's/^\(PSP_[A-Za-z0-9_]*\)=.*/-u \1/p') "$info" -c -d) |
 }
 # the table starts at the first group line
 printf '%s\n' "$lib" | sed -n '/^# /,$p'
-have=$(printf '%s\n' "$lib" | sed -n 's/^# \(.*\)/\1/p' | tr '\n' ',')
+have=$(printf '%s\n' "$lib" | sed -n 's/^\(PSP_[A-Za-z0-9_]*\) .*/\1/p' | tr '\n' ',')
 python3 "$top/maint/env-rows.py" --skip "$have" "$top"/src/pscom/plugins/*/*.c \
     "$top"/src/mpid/ch4/netmod/pscom/*.c
