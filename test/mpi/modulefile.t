@@ -4,9 +4,12 @@
 # PATH, LD_LIBRARY_PATH, MANPATH and PKG_CONFIG_PATH; then plain `mpicc` and `mpiexec` (found
 # through PATH, not by their path) build and run ring.c with 2 ranks, and unloading takes it
 # all away again. Skips without the modulefile or without environment-modules.
+#   PSMPI_MODULEPATH  where psmpi/VERSION is (default: PREFIX/share/modulefiles), e.g. one that
+#                     maint/gen-modulefile.sh wrote for an installation made before it existed
+#   MODULES_INIT      Environment Modules' init script (default /usr/share/modules/init/sh)
 . "$(dirname "$0")/mpitest.sh"
 MODULES_INIT=${MODULES_INIT:-/usr/share/modules/init/sh}
-moddir=$PREFIX/share/modulefiles
+moddir=${PSMPI_MODULEPATH:-$PREFIX/share/modulefiles}
 if [ ! -d "$moddir/psmpi" ]; then
     echo "1..0 # SKIP no modulefile in $moddir (make install writes it)"
     exit 0
@@ -18,7 +21,7 @@ fi
 
 # start from an environment without any MPI of ours in it
 PATH=$(printf '%s' "$PATH" | tr ':' '\n' | grep -vxF "$PREFIX/bin" | paste -sd: -)
-unset LOADEDMODULES _LMFILES_ MODULEPATH PSMPI_PREFIX
+unset LOADEDMODULES _LMFILES_ MODULEPATH PSMPI_PREFIX PSMPI_MODULEPATH
 export PATH
 # shellcheck disable=SC1090 # Environment Modules' shell init
 . "$MODULES_INIT" >"$MPITEST_TMP/init.out" 2>&1
