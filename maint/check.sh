@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# The project's whole test suite (README "command 2", and what CI runs).
+# The project's whole test suite (README's second command, and what CI runs).
 #  - builds libpscom and its tests, normally and with AddressSanitizer + UBSan;
 #  - runs the TAP tests of test/pscom with prove against both builds;
-#  - with an installed MPI: the netmod warnings check, the MPI tests of test/mpi under several
-#    transport choices, and a fast subset of MPICH's own test suite (default and tcp only).
+#  - test/docs: every PSP_* the documentation names exists, every variable is documented;
+#  - with an installed MPI (install/): the netmod warnings check; the MPI tests of test/mpi
+#    with the default transports and with tcp only (PSP_SHM=0 PSP_UCP=0); a representative set
+#    with PSP_SHM=0, with MPICH's inter-node paths (MPIR_CVAR_NOLOCAL=1 NUM_CLIQUES=2) and,
+#    where the ucp plugin is usable, over ucp alone (UCX's tcp, UCX's shared memory, and UCX's
+#    shared memory with PSP_UCP_TAG=0); and a fast subset of MPICH's own test suite in the
+#    default, tcp and (with ucp) ucp variants.
 # Every test job runs under a timeout; nothing here needs root or the network.
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,6 +34,8 @@ echo "== libpscom tests (build/)"
 BUILD="$top/build" prove test/pscom/ || status=1
 echo "== libpscom tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
 BUILD="$top/build-asan" ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} prove test/pscom/ || status=1
+echo "== documentation against the configuration table (test/docs)"
+BUILD="$top/build" prove test/docs/ || status=1
 
 # MPI tests against the installed MPI (maint/build.sh builds it), over shm and tcp-only
 if [ -x "$top/install/bin/mpiexec" ]; then
@@ -67,7 +74,7 @@ if [ -x "$top/install/bin/mpiexec" ]; then
         echo "== MPI tests over ucp skipped: pscom_info lists no usable ucp plugin"
     fi
     # MPICH's own test suite, its fast representative subset (maint/mpich-tests.quick; the whole
-    # suite, about an hour per variant here, is `maint/mpich-tests.sh`, README)
+    # suite, 35-50 minutes per variant here, is `maint/mpich-tests.sh`, docs/developer-guide.md)
     if [ -x "${MPICH_SRC:-$top/_build/mpich-4.0.2}/test/mpi/configure" ]; then
         variants="default tcp"
         "$top/install/bin/pscom_info" 2>/dev/null | grep -qE '^ *ucp +[0-9]+ +[^ ]+ +yes' &&

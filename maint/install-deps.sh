@@ -14,6 +14,9 @@ PKGS="$PKGS gfortran"
 # test only: test/mpi/dropin.t builds a program with Debian's mpicc.mpich and runs it on our
 # library (drop-in); it skips when this is missing
 PKGS="$PKGS libmpich-dev"
+# test only: test/mpi/modulefile.t loads the environment module that make install writes
+# (share/modulefiles/psmpi/VERSION) with Environment Modules; it skips when this is missing
+PKGS="$PKGS environment-modules"
 # build: UCX headers and libraries for libpscom's ucp transport plugin (libpscom4ucp.so);
 # src/pscom/Makefile skips the plugin when they are missing
 PKGS="$PKGS libucx-dev"

@@ -115,8 +115,8 @@ bench_run() {
         cmd=("${RUN[$m]}" -n "$np")
         # Debian's MPICH is ch4:ucx without shmmod (configure "auto" = none for ucx, see
         # src/mpid/ch4/subconfigure.m4): UCX carries intra-node messages too, with sysv/posix
-        # shared memory and cma. So UCX_TLS=tcp,self alone forces tcp; MPIR_CVAR_NOLOCAL=1 is
-        # what PEERS.md prescribes and harmless.
+        # shared memory and cma. So UCX_TLS=tcp,self alone forces tcp; MPIR_CVAR_NOLOCAL=1
+        # (MPICH's own switch for inter-node paths) is set as well and changes nothing there.
         [ "$tr" = tcp ] && { env+=(UCX_TLS=tcp,self); cmd+=(-genv MPIR_CVAR_NOLOCAL 1); }
         [[ $tr == ucp-* ]] && env+=("UCX_TLS=${UCP_TLS[$tr]}")
         ;;

@@ -1,8 +1,8 @@
 /*
  * mpi_pp: MPI point-to-point and collective micro-benchmark (plain MPI-3).
  *
- * The same source builds with any mpicc, so that our MPI and its peers (PEERS.md) run the very
- * same loops. Modes:
+ * The same source builds with any mpicc, so that our MPI and its peers (Debian's MPICH, Open
+ * MPI) run the very same loops. Modes:
  *   lat        blocking ping-pong MPI_Send/MPI_Recv between ranks 0 and 1 (as osu_latency);
  *              us = round trip / 2.
  *   bw         per iteration a window of 64 MPI_Isend + MPI_Waitall on rank 0, 64 MPI_Irecv +

@@ -13,7 +13,7 @@
  *            library, MPI_Recv returns)
  *   send:    MPI_Send entered -> UCP send call entered (the MPI library's send path)
  *   call:    the UCP send call itself
- * Each stamp costs ~10 ns (rdtsc on the 2026-11 AMD host), so the segments read high; compare
+ * Each stamp costs ~10 ns (rdtsc on an AMD EPYC VM), so the segments read high; compare
  * MPIs under the same probe, not with the plain benchmark.
  *
  *   gcc -O2 -shared -fPIC -I install/include -o _build/bench/ucx_probe.so test/bench/ucx_probe.c

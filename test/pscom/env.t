@@ -101,26 +101,4 @@ n=$(lines PSP_TCP_RENDEZVOUS 12q <"$logf")
 tap_ok $? "PSP_DEBUG_OUT: the warning goes to the file, not to stderr"
 rm -f "$logf"
 
-# The defaults in src/pscom/README.md's variable table are the ones the library uses: a row
-# "| PSP_A, PSP_B | a, b | ..." names each variable's default; descriptive defaults ("stderr"
-# where the library's is empty) and variables this build does not list are not compared.
-info
-readme=$TOP/src/pscom/README.md
-checked=0 wrong=
-while IFS='|' read -r _ names defaults _; do
-    IFS=',' read -ra nv <<<"$names"
-    IFS=',' read -ra dv <<<"$defaults"
-    [ "${#nv[@]}" = "${#dv[@]}" ] || continue
-    for i in "${!nv[@]}"; do
-        v=$(echo ${nv[$i]} | tr -d '`') d=$(echo ${dv[$i]} | tr -d '`')
-        lib=$(sed -n "s/^$v  *=.*# default \(.*\)\$/\1/p" <<<"$out")
-        lib=${lib%, set in environment}
-        [ -n "$lib" ] && [ "$lib" != '""' ] || continue
-        checked=$((checked + 1))
-        [ "$lib" = "$d" ] || wrong="$wrong $v (README $d, library $lib)"
-    done
-done < <(grep '^| PSP_' "$readme")
-[ "$checked" -ge 15 ] && [ -z "$wrong" ]
-tap_ok $? "README's variable table: $checked defaults as the library has them${wrong:+; differ:$wrong}"
-
 tap_done

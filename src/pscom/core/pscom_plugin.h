@@ -42,11 +42,10 @@ static inline uint64_t pscom_now_ns(void)
 }
 
 /* memcpy of message data. glibc copies from ~2-4 KiB up to the L2 size (on AMD) with `rep
-   movsb`, which the AMD EPYC hosts of 2026-11 run 10-30x slower when source and destination
-   are not aligned alike (4 KiB 1.5 us instead of 60 ns, 64 KiB 23 us instead of 1.4, 256 KiB
-   116 instead of 7), and message data sits at any offset in shm slots, UCX's buffers and user
-   buffers. Pieces of 2 KiB take glibc's vector loop instead, as fast as its best case; from
-   1 MiB on glibc copies without `rep movsb`. */
+   movsb`, which AMD EPYC runs 10-30x slower when source and destination are not aligned alike
+   (4 KiB 1.5 us instead of 60 ns), and message data sits at any offset in shm slots, UCX's
+   buffers and user buffers. Pieces of 2 KiB take glibc's vector loop instead, as fast as its
+   best case; from 1 MiB on glibc copies without `rep movsb`. */
 #define PSCOM_COPY_PIECE      2048
 #define PSCOM_COPY_PIECES_MAX (1u << 20)
 static inline void pscom_memcpy(void *dst, const void *src, size_t n)

@@ -99,17 +99,12 @@ typedef struct shm_offer {
 static const uint64_t cma_probe = 0x65626f7270616d63ull;
 
 /* Rendezvous threshold: from 8 KiB single copy beats the ring where process_vm_readv is cheap
-   (2026-11-25 Intel host, 2 and 3 slot messages: 8 KiB 1.56 -> 1.11 us, 16 KiB 2.31 -> 1.39,
-   32 KiB bandwidth 16 -> 20.6 GB/s; 4 KiB was slower). Each call also has a fixed cost, and on
-   some virtual machines it is large (the 2026-11 AMD host: 2.2 us even for 64 bytes, where a
-   syscall takes 0.23): there the ring is faster up to 32 KiB (MPI ping-pong 8 / 16 / 32 KiB
-   4.0 / 4.2 / 6.5 -> 1.2 / 1.4 / 2.5 us, bandwidth 2.6-6.4 -> 13-18 GB/s), so where a call on
-   ourselves takes SHM_CMA_SLOW_NS or more, rendezvous starts at SHM_RNDV_SLOW_CMA. Without
-   single copy the rendezvous only adds a round trip: from 64 KiB then. On a node with more
-   processes than CPUs a rendezvous send completes only once the receiver was scheduled (it
-   reads the request and pulls) and then the sender (it reads the FIN), an eager one at once:
-   16 and 64 KiB collectives of 4 and 8 ranks on 2 CPUs took half the time eager (2026-11-25,
-   test/bench/README.md), so there it starts at 128 KiB. */
+   (16 KiB ping-pong 2.31 -> 1.39 us; 4 KiB was slower). Where one call costs SHM_CMA_SLOW_NS or
+   more (some virtual machines: 2.2 us even for 64 bytes) the ring is faster up to 32 KiB, and
+   without single copy a rendezvous only adds a round trip: from SHM_RNDV_SLOW_CMA then. On a
+   node with more processes than CPUs a rendezvous send waits for the receiver and then the
+   sender to be scheduled, an eager one does not (16-64 KiB collectives of 4 and 8 ranks on 2
+   CPUs took half the time eager): from 128 KiB there. */
 #define SHM_RNDV          8192
 #define SHM_RNDV_SLOW_CMA 65536
 #define SHM_CMA_SLOW_NS   1000

@@ -21,12 +21,10 @@
 
 /* The data of a message from DATA_ALIGN_FROM bytes starts DATA_ALIGN-aligned from the start of
    its write (core puts a PAD message in front). The kernel copies a write into its socket
-   buffer at the same offset, and on the AMD EPYC host of 2026-11-26 its copy (rep movsb) into a
-   destination off a 64-byte boundary took twice as long or more: MPI ping-pong over loopback,
-   our 16 + 12 bytes of headers in front of the data, 64 KiB 39-40 -> 17.5-18.7 us, 256 KiB
-   121-124 -> 36-37, Allreduce 64 KiB on 2 ranks 44-57 -> 30-34 (Open MPI 44-53); a plain
-   socket pair (test/bench/tcp_pp.c) 14 us with the data at offset 0, 32 with it at 16 or 28.
-   No difference was measured below 32 KiB; the filler costs at most 79 bytes. */
+   buffer at the same offset, and on AMD EPYC its copy (rep movsb) into a destination off a
+   64-byte boundary takes twice as long or more: MPI ping-pong over loopback with our 16 + 12
+   bytes of headers in front of the data, 64 KiB 39 -> 18 us, 256 KiB 122 -> 36. No difference
+   below 32 KiB; the filler costs at most 79 bytes. */
 #define DATA_ALIGN      64
 #define DATA_ALIGN_FROM 8192
 
@@ -365,11 +363,9 @@ static void tcp_start(pscom_con_t *con, int fd)
     }
 }
 
-/* From 1 MiB the sender waits for the receiver to match, then pushes. On the AMD host of
-   session 13 a large message sent at once crossed a loopback connection at ~1.3 GB/s in
-   ping-pong (4 MiB 2.6-3.1 ms, also with plain sockets), after a small exchange (the
-   rendezvous handshake) at ~3-6 GB/s (0.63-0.73 ms); streaming was alike either way, but
-   256 KiB streams lost with the handshake (3.0 vs 4.8 GB/s), hence 1 MiB. */
+/* From 1 MiB the sender waits for the receiver to match, then pushes: an unexpected eager
+   message that large would be buffered whole, while smaller ones stream better eager (256 KiB
+   over loopback: 4.8 GB/s eager, 3.0 with the handshake). */
 #define TCP_RNDV (1u << 20)
 
 const pscom_plugin_t pscom_plugin_tcp = {
