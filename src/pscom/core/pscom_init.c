@@ -377,6 +377,12 @@ PSCOM_API void pscom_dump_info(FILE *out)
             dump_reqs(out, "receive", &con->recvq);
             dump_reqs(out, "unexpected", &con->genq);
             dump_reqs(out, "send", &con->sendq);
+            if (con->precon)
+                pscom_precon_dump(con->precon, out);
+            else if (con->connect_deferred)
+                fprintf(out, "    connect waits for the peer's own attempt to settle\n");
+            else if (con->pub.state == PSCOM_CON_STATE_ACCEPTING)
+                fprintf(out, "    waits for the peer's own connection (it won the tie-break)\n");
             if (con->ops && !con->closed && con->ops->dump)
                 con->ops->dump(con, out);
         }

@@ -535,6 +535,24 @@ static void precon_handler(pscom_ufd_t *ufd, uint32_t revents)
     }
 }
 
+void pscom_precon_dump(const precon_t *pre, FILE *out)
+{
+    static const char *const what[] = {
+        [C_CONNECTING] = "waits for the TCP connection to the peer's listener",
+        [C_WAIT_HELLO_ACK] = "waits for the peer to answer our hello (the peer has not progressed)",
+        [C_WAIT_ARCH] = "waits for the peer's answer to a transport offer",
+        [A_WAIT_HELLO] = "waits for the peer's hello",
+        [A_WAIT_ARCH_REQ] = "waits for the peer's transport offer",
+        [A_WAIT_ARCH_DONE] = "waits for the peer to complete the transport",
+    };
+    uint64_t now = now_ms();
+    fprintf(out, "    handshake %s%s%s; gives up in %lld ms\n",
+            pre->state < sizeof(what) / sizeof(what[0]) && what[pre->state] ? what[pre->state]
+                                                                            : "in progress",
+            pre->plugin ? ", transport " : "", pre->plugin ? pre->plugin->name : "",
+            (long long)pre->deadline_ms - (long long)now);
+}
+
 void pscom_precon_check_timeouts(void)
 {
     uint64_t now = now_ms();

@@ -306,6 +306,7 @@ void socket_fd_peer_str(int fd, char *buf, size_t len);
 void pscom_precon_accept(pscom_sock_t *sock, int fd);
 precon_t *pscom_precon_connect(pscom_con_t *con);
 void pscom_precon_destroy(precon_t *pre);
+void pscom_precon_dump(const precon_t *pre, FILE *out); /* PSP_SIGQUIT */
 void pscom_precon_check_timeouts(void);
 
 /* pscom_io.c */
