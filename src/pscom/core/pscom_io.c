@@ -6,11 +6,6 @@
 #include <string.h>
 #include "pscom_priv.h"
 
-#define RQ_IOV_READY  0x10 /* send: iov prepared (eager/rendezvous decided) */
-#define RQ_RNDV_WAIT  0x20 /* send: rendezvous request; completes on FIN or after the push */
-#define RQ_PUSH       0x40 /* send: pushing rendezvous data; completes when written */
-#define RQ_GEN_INLINE 0x80 /* generated: the data lives in the request, not in a malloc */
-
 /* An unexpected message of up to this size is kept inside its generated request (size classes
    of 64, 256, 1024 bytes, so the request cache finds them again): no malloc and free per
    message in a stream of early arrivals (an 8-byte Bcast loop spent ~150 instructions there). */

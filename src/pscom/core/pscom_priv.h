@@ -75,9 +75,12 @@ _Static_assert(PREFIX_MAX >= HDR_SIZE + sizeof(rndv_req_t), "a rendezvous reques
 
 #define REQ_MAGIC 0x72657131u
 
-/* internal flags */
-#define RQ_INTERNAL  0x1 /* pscom's own message: freed after completion */
-#define RQ_RNDV_PUSH 0x2 /* a receive waiting for RNDV_DATA */
+/* pscom_req_t.flags */
+#define RQ_INTERNAL   0x1  /* pscom's own message: freed after completion */
+#define RQ_IOV_READY  0x10 /* send: iov prepared (eager/rendezvous decided) */
+#define RQ_RNDV_WAIT  0x20 /* send: rendezvous request; completes on FIN or after the push */
+#define RQ_PUSH       0x40 /* send: pushing rendezvous data; completes when written */
+#define RQ_GEN_INLINE 0x80 /* generated: the data lives in the request, not in a malloc */
 
 typedef struct pscom_req pscom_req_t;
 typedef struct pscom_con pscom_con_t;
