@@ -806,11 +806,11 @@ PSCOM_API void pscom_post_recv(pscom_request_t *pub)
         if (con->pub.state >= PSCOM_CON_STATE_CLOSED) {
             req_fail(req, 0);
         } else {
-            req->seq = ++g.recv_seq;
+            req->seq = ++pscom_global.recv_seq;
             list_add_tail(&req->q, &con->recvq);
         }
     } else {
-        req->seq = ++g.recv_seq;
+        req->seq = ++pscom_global.recv_seq;
         list_add_tail(&req->q, &get_sock(pub->socket)->recvq_any);
     }
     pscom_unlock();

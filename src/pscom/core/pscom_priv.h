@@ -176,7 +176,7 @@ static inline pscom_con_t *get_con(pscom_connection_t *pub)
 
 struct pscom_sock {
     pscom_socket_t pub;
-    list_head_t next; /* in g.sockets */
+    list_head_t next; /* in pscom_global.sockets */
     uint32_t magic;
     list_head_t cons;
     list_head_t recvq_any;
@@ -209,7 +209,7 @@ typedef struct pscom_global {
     unsigned long ip; /* our address for endpoint strings, network order */
 } pscom_global_t;
 
-extern pscom_global_t g;
+extern pscom_global_t pscom_global;
 
 /* configuration (rows in pscom_init.c) */
 typedef struct pscom_config {
@@ -245,14 +245,14 @@ static inline void pscom_poll_pause(unsigned idle_polls)
 
 static inline void pscom_lock(void)
 {
-    if (g.threaded)
-        pthread_mutex_lock(&g.lock);
+    if (pscom_global.threaded)
+        pthread_mutex_lock(&pscom_global.lock);
 }
 
 static inline void pscom_unlock(void)
 {
-    if (g.threaded)
-        pthread_mutex_unlock(&g.lock);
+    if (pscom_global.threaded)
+        pthread_mutex_unlock(&pscom_global.lock);
 }
 
 /* ---- internal functions (callers hold the lock) ---- */
