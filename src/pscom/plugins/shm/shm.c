@@ -539,7 +539,7 @@ static int cma_works(shm_con_t *sc)
 {
     uint64_t v = 0;
     if (sc->cma_ok &&
-        shm_cma_read(pscom_con_peer_pid(sc->con), &v, sc->peer_probe, sizeof(v)) == 0 &&
+        pscom_cma_read(pscom_con_peer_pid(sc->con), &v, sc->peer_probe, sizeof(v)) == 0 &&
         v == cma_probe)
         return 1;
     if (sc->cma_ok)
@@ -561,7 +561,7 @@ static uint64_t cma_call_ns(void)
     ns = UINT64_MAX;
     for (int i = 0; i < 8; i++) {
         uint64_t t0 = pscom_now_ns();
-        if (shm_cma_read(getpid(), &dst, (uint64_t)(uintptr_t)&src, sizeof(dst)) != 0)
+        if (pscom_cma_read(getpid(), &dst, (uint64_t)(uintptr_t)&src, sizeof(dst)) != 0)
             break;
         uint64_t t = pscom_now_ns() - t0;
         if (t < ns)
