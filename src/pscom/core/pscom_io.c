@@ -500,22 +500,14 @@ static int dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
             con->pub.state = PSCOM_CON_STATE_CLOSED;
             /* receives posted on this connection can never be satisfied now */
             list_head_t q = LIST_HEAD_INIT(q), rs = LIST_HEAD_INIT(rs), *p, *t;
-            list_for_each_safe(p, t, &con->recvq)
-            {
-                list_del(p);
-                list_add_tail(p, &q);
-            }
+            list_splice_tail_init(&con->recvq, &q);
             list_for_each_safe(p, t, &q)
             {
                 list_del(p);
                 req_fail(list_entry(p, pscom_req_t, q), 0);
             }
             /* nor will it pull the data of our rendezvous sends */
-            list_for_each_safe(p, t, &con->rndv_sends)
-            {
-                list_del(p);
-                list_add_tail(p, &rs);
-            }
+            list_splice_tail_init(&con->rndv_sends, &rs);
             list_for_each_safe(p, t, &rs)
             {
                 list_del(p);

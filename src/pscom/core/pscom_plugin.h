@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include "pscom.h"
+#include "pscom_list.h" /* list_head_t and its inline operations, for plugins' lists too */
 
 /* 0x010a: pscom_cma_write; 0x0109: dump (con and plugin, for PSP_SIGQUIT), flushed; 0x0108:
    pscom_tag_ops_t.enable gets the socket's flags, recv the socket; 0x0107: tag matching

@@ -108,8 +108,8 @@ struct uc {
     size_t short_ok;              /* the longest message UCX took by its short protocol */
     size_t short_max;             /* the longest its short protocol takes (UCX's report) */
     uint64_t full_since;          /* ms: since when short sends find no room; 0: they did not */
-    uc_t *next, *prev;            /* started connections, or closing ones */
-    uc_t *wnext, *wprev;          /* work list: something to do in the next poll */
+    list_head_t link;             /* in the started connections, or the closing ones */
+    list_head_t work_link;        /* in the work list: something to do in the next poll */
     tx_t *tx_done, *tx_done_tail; /* large sends UCX completed, to release to core */
     unsigned ops;                 /* UCX operations in flight that point into this */
     pscom_ufd_t ufd;
@@ -124,8 +124,7 @@ struct uc {
     unsigned char bye_buf[sizeof(ucp_bye_t)]; /* the peer's goodbye, as it arrives */
     unsigned bye_len;
     uint32_t bye_seq;
-    int bye; /* ended by the goodbye (not a failure) */
-    int on_work, on_list;
+    int bye;        /* ended by the goodbye (not a failure) */
     size_t queued;  /* bytes of copies UCX holds for this connection (PSP_UCP_QUEUE) */
     int tx_blocked; /* ucp_write stopped at PSP_UCP_QUEUE: resumes when copies complete */
 };
