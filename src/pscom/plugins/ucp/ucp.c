@@ -26,7 +26,7 @@
 struct ucp_cfg ucp_cfg;
 size_t ucp_max_header;
 
-static const pscom_env_row_t ucp_env[] = {
+static const pscom_env_row_t plugin_env[] = {
     {"PSP_UCP_SMALL", "8k",
      "Messages (header, xheader and data) of at most this many bytes are copied into one UCX "
      "active message and complete at once; of larger ones the data is handed to UCX in place "
@@ -170,7 +170,7 @@ static int send_bye(uc_t *uc)
     return send(uc->fd, &b, sizeof(b), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(b) ? 0 : -1;
 }
 
-static void ucp_write_start(pscom_con_t *con)
+static void con_write_start(pscom_con_t *con)
 {
     uc_t *uc = pscom_con_transport_data(con);
     uc->busy++;
@@ -247,7 +247,7 @@ static __attribute__((noinline)) int poll_rest(void)
     return made;
 }
 
-static int ucp_poll(pscom_poller_t *p)
+static int poller_poll(pscom_poller_t *p)
 {
     (void)p;
     int saved = ucp_direct_feed;
@@ -259,7 +259,7 @@ static int ucp_poll(pscom_poller_t *p)
     return made;
 }
 
-static int ucp_prepare_block(pscom_poller_t *p)
+static int poller_prepare_block(pscom_poller_t *p)
 {
     (void)p;
     if (!list_empty(&work))
@@ -342,7 +342,7 @@ static void poller_start(void)
 {
     if (poller_on)
         return;
-    poller = (pscom_poller_t){.poll = ucp_poll, .prepare_block = ucp_prepare_block};
+    poller = (pscom_poller_t){.poll = poller_poll, .prepare_block = poller_prepare_block};
     pscom_poller_add(&poller);
     efd_ufd = (pscom_ufd_t){.fd = ux_efd(), .events = EPOLLIN, .handler = efd_handler};
     if (pscom_ufd_add(&efd_ufd) != 0)
@@ -441,7 +441,7 @@ static void uc_shutdown(uc_t *uc)
     ucp_reap(uc);
 }
 
-static void ucp_close(pscom_con_t *con)
+static void con_close(pscom_con_t *con)
 {
     uc_t *uc = pscom_con_transport_data(con);
     pscom_con_set_transport(con, NULL, NULL);
@@ -450,8 +450,8 @@ static void ucp_close(pscom_con_t *con)
         uc_shutdown(uc);
 }
 
-/* Core's rendezvous, only on eager-only endpoints to peers on this node (ucp_start) */
-static int ucp_rndv_pull(pscom_con_t *con, void *dst, uint64_t remote, size_t len)
+/* Core's rendezvous, only on eager-only endpoints to peers on this node (con_start) */
+static int con_rndv_pull(pscom_con_t *con, void *dst, uint64_t remote, size_t len)
 {
     uc_t *uc = pscom_con_transport_data(con);
     if (!uc || !uc->cma_ok)
@@ -468,14 +468,14 @@ static int ucp_rndv_pull(pscom_con_t *con, void *dst, uint64_t remote, size_t le
 
 /* A closing connection's last messages have left once UCX holds no copies for it (the
    endpoint's close then flushes what UCX buffered) */
-static int ucp_con_flushed(pscom_con_t *con)
+static int con_flushed(pscom_con_t *con)
 {
     uc_t *uc = pscom_con_transport_data(con);
     return !uc || uc->dead || !uc->queued;
 }
 
 /* PSP_SIGQUIT: what the connection waits for (reads only: the process is stuck anyway) */
-static void ucp_con_dump(pscom_con_t *con, FILE *out)
+static void con_dump(pscom_con_t *con, FILE *out)
 {
     uc_t *uc = pscom_con_transport_data(con);
     if (!uc)
@@ -513,13 +513,13 @@ static void ucp_con_dump(pscom_con_t *con, FILE *out)
         fprintf(out, "    ucp: endpoint error: %s\n", uc->ep_err);
 }
 
-static const pscom_con_ops_t ucp_ops = {
-    .write_start = ucp_write_start,
+static const pscom_con_ops_t con_ops = {
+    .write_start = con_write_start,
     .write_user_now = ucp_write_user_now,
-    .close = ucp_close,
-    .rndv_pull = ucp_rndv_pull,
-    .dump = ucp_con_dump,
-    .flushed = ucp_con_flushed,
+    .close = con_close,
+    .rndv_pull = con_rndv_pull,
+    .dump = con_dump,
+    .flushed = con_flushed,
 };
 
 /* ---- handshake ---- */
@@ -605,7 +605,7 @@ static int uc_connect(uc_t *uc, pscom_con_t *con, const void *blob, size_t len)
     return 0;
 }
 
-static int ucp_offer(pscom_con_t *con, void *blob, size_t *len)
+static int con_offer(pscom_con_t *con, void *blob, size_t *len)
 {
     size_t alen;
     ux_address(&alen);
@@ -622,7 +622,7 @@ static int ucp_offer(pscom_con_t *con, void *blob, size_t *len)
     return 0;
 }
 
-static int ucp_accept(pscom_con_t *con, const void *offer, size_t offer_len, void *blob,
+static int con_accept(pscom_con_t *con, const void *offer, size_t offer_len, void *blob,
                       size_t *len)
 {
     *len = 0;
@@ -642,12 +642,12 @@ static int ucp_accept(pscom_con_t *con, const void *offer, size_t offer_len, voi
     return 0;
 }
 
-static int ucp_finish(pscom_con_t *con, const void *reply, size_t reply_len)
+static int con_finish(pscom_con_t *con, const void *reply, size_t reply_len)
 {
     return uc_connect(pscom_con_transport_data(con), con, reply, reply_len);
 }
 
-static void ucp_abort(pscom_con_t *con)
+static void con_abort(pscom_con_t *con)
 {
     uc_t *uc = pscom_con_transport_data(con);
     pscom_con_set_transport(con, NULL, NULL);
@@ -655,7 +655,7 @@ static void ucp_abort(pscom_con_t *con)
         uc_shutdown(uc);
 }
 
-static void ucp_start(pscom_con_t *con, int fd)
+static void con_start(pscom_con_t *con, int fd)
 {
     uc_t *uc = pscom_con_transport_data(con);
     uc->fd = fd;
@@ -663,7 +663,7 @@ static void ucp_start(pscom_con_t *con, int fd)
     uc->ufd_on = pscom_ufd_add(&uc->ufd) == 0;
     uc->started = 1;
     list_add_tail(&uc->link, &active);
-    pscom_con_set_transport(con, &ucp_ops, uc);
+    pscom_con_set_transport(con, &con_ops, uc);
     pscom_con_set_tag_ep(con, uc->ep); /* tag matching in UCX: core sends there directly */
     /* UCX's own rendezvous is off here (see uc_connect): large messages go by core's */
     uc->cma_ok = uc->eager && ucp_cfg.cma && pscom_con_peer_same_node(con);
@@ -675,7 +675,7 @@ static void ucp_start(pscom_con_t *con, int fd)
 
 /* ---- plugin ---- */
 
-static int ucp_init(void)
+static int plugin_init(void)
 {
     char why[200];
     if (ux_init(ucp_on_recv, on_ep_error, ucp_cfg.tag, &ucp_max_header, why, sizeof(why)) != 0) {
@@ -687,7 +687,7 @@ static int ucp_init(void)
     return 0;
 }
 
-static void ucp_destroy(void)
+static void plugin_destroy(void)
 {
     /* connections core left open (it closes its own before): drop them */
     while (!list_empty(&active)) {
@@ -753,14 +753,14 @@ PSCOM_PLUGIN_API const pscom_plugin_t pscom_plugin_ucp = {
     .api_version = PSCOM_PLUGIN_API_VERSION,
     .priority = 50,
     .rendezvous = SIZE_MAX, /* UCX does its own */
-    .env = ucp_env,
-    .init = ucp_init,
-    .destroy = ucp_destroy,
-    .con_offer = ucp_offer,
-    .con_accept = ucp_accept,
-    .con_finish = ucp_finish,
-    .con_abort = ucp_abort,
-    .con_start = ucp_start,
+    .env = plugin_env,
+    .init = plugin_init,
+    .destroy = plugin_destroy,
+    .con_offer = con_offer,
+    .con_accept = con_accept,
+    .con_finish = con_finish,
+    .con_abort = con_abort,
+    .con_start = con_start,
     .tag = &ucp_tag_ops,
     .dump = ux_dump,
 };

@@ -1,6 +1,10 @@
 /*
  * Internals of the ucp transport shared by its glue (ucp.c: handshake, connection life,
  * progress) and its byte stream (ucp_stream.c: sending, receiving, feeding core).
+ *
+ * Names: ux_ is the thin UCX wrapper (ucp_ucx.h), ucp_ what the plugin's files share (this
+ * header), uc_ a file's helper for one connection (uc_t); other functions of one file have no
+ * prefix (ucp.c's plugin_* and con_* fill the ops tables), so UCX's own ucp_* calls stand out.
  */
 #ifndef UCP_PRIV_H_INCLUDED
 #define UCP_PRIV_H_INCLUDED
@@ -157,7 +161,7 @@ void ucp_reap(uc_t *uc);
 extern const pscom_tag_ops_t ucp_tag_ops;
 
 /* ucp_stream.c */
-/* Set while ucp_poll progresses UCX: a message that is next in order may go to core from
+/* Set while the poller (ucp.c) progresses UCX: a message that is next in order may go to core from
    the callback (never from progress inside a handshake or close) */
 extern int ucp_direct_feed;
 /* UCX's active message callback (see ux_recv_fn) */
