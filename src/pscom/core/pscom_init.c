@@ -22,9 +22,6 @@ pscom_global_t pscom_global = {
 pscom_config_t pscom_config;
 pscom_stats_t pscom_stats;
 
-/* PSP_RENDEZVOUS is a string row so that "unset" differs from any value; parsed below. */
-static const char *rendezvous_str;
-
 static const pscom_env_row_t core_env[] = {
     {"PSP_DEBUG", "1",
      "Verbosity: 0 fatal, 1 errors, 2 warnings, 3 info, 4 debug, 5 verbose, 6 trace.",
@@ -42,7 +39,7 @@ static const pscom_env_row_t core_env[] = {
     {"PSP_RENDEZVOUS", "",
      "Eager/rendezvous threshold for every transport (bytes, inf = eager "
      "only); PSP_<ARCH>_RENDEZVOUS overrides it per transport. Empty: transport defaults.",
-     PSCOM_ENV_STR, &rendezvous_str, 0, 0},
+     PSCOM_ENV_SIZE_OPT, &pscom_config.rendezvous, 0, 0},
     {"PSP_NETWORK", "",
      "Network (a.b.c.d or a.b.c.d/bits) whose interface address goes into "
      "endpoint strings. Empty: the first non-loopback interface.",
@@ -76,16 +73,6 @@ static const pscom_env_row_t core_env[] = {
      PSCOM_ENV_UINT, &pscom_config.shutdown_timeout_ms, 0, 0},
     {NULL, NULL, NULL, 0, NULL, 0, 0},
 };
-
-static void parse_rendezvous(void)
-{
-    static const pscom_env_row_t row[] = {
-        {"PSP_RENDEZVOUS", "inf", NULL, PSCOM_ENV_SIZE, &pscom_config.rendezvous, 0, 0},
-        {NULL, NULL, NULL, 0, NULL, 0, 0}};
-    pscom_config.rendezvous = SIZE_MAX;
-    if (pscom_env_is_set("PSP_RENDEZVOUS"))
-        pscom_env_parse_table(row);
-}
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 {
@@ -227,7 +214,6 @@ static pscom_err_t init_common(int version, int threaded)
     pscom_global.node_id = compute_node_id();
 
     pscom_env_register("pscom", core_env);
-    parse_rendezvous();
     pscom_log_init();
     choose_ip();
     pscom_reactor_init();

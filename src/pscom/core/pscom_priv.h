@@ -216,7 +216,7 @@ typedef struct pscom_config {
     int debug, debug_contype, debug_stats, debug_param, sigquit, sched_yield;
     int oversubscribed; /* pscom_set_oversubscribed, not an environment row */
     const char *debug_out, *network, *plugindir;
-    size_t rendezvous;
+    pscom_env_size_opt_t rendezvous; /* PSP_RENDEZVOUS; not set: the transports' own */
     unsigned spin_us, fd_poll_us, connect_timeout_ms, shutdown_timeout_ms;
     unsigned poll_pause;
     unsigned poll_spin;
