@@ -413,6 +413,22 @@ static void tag_enable(pscom_socket_t *sock)
             "posix,cma,self or tcp; PSP_UCP_TAG must not be 0). PSP_DEBUG=2 tells why.");
 }
 
+/* pscom_init and this side's socket, named name, matching tags with --tag */
+static pscom_socket_t *open_socket(const char *name)
+{
+    pscom_err_t err = pscom_init(PSCOM_VERSION);
+    if (err != PSCOM_SUCCESS)
+        die("pscom_init failed: %s", pscom_err_str(err));
+    pscom_socket_t *sock = pscom_open_socket(0, 0);
+    if (!sock)
+        die("pscom_open_socket failed");
+    sock->ops.con_error = on_con_error;
+    if (opt.tag)
+        tag_enable(sock);
+    pscom_socket_set_name(sock, name);
+    return sock;
+}
+
 static void ctl_post_recv(struct pp *pp)
 {
     pscom_request_t *r = pp->ctl_r;
@@ -684,16 +700,7 @@ static int server_main(int ep_fd)
     const char *ep;
 
     start_watchdog();
-    err = pscom_init(PSCOM_VERSION);
-    if (err != PSCOM_SUCCESS)
-        die("pscom_init failed: %s", pscom_err_str(err));
-    pp.sock = pscom_open_socket(0, 0);
-    if (!pp.sock)
-        die("pscom_open_socket failed");
-    pp.sock->ops.con_error = on_con_error;
-    if (opt.tag)
-        tag_enable(pp.sock);
-    pscom_socket_set_name(pp.sock, "pp_server");
+    pp.sock = open_socket("pp_server");
     err = pscom_listen(pp.sock, opt.port);
     if (err != PSCOM_SUCCESS)
         die("cannot listen on port %d: %s", opt.port, pscom_err_str(err));
@@ -948,16 +955,7 @@ static int client_main(const char *ep)
     uint32_t server_errors;
     unsigned i;
 
-    err = pscom_init(PSCOM_VERSION);
-    if (err != PSCOM_SUCCESS)
-        die("pscom_init failed: %s", pscom_err_str(err));
-    pp.sock = pscom_open_socket(0, 0);
-    if (!pp.sock)
-        die("pscom_open_socket failed");
-    pp.sock->ops.con_error = on_con_error;
-    if (opt.tag)
-        tag_enable(pp.sock); /* before the first connection */
-    pscom_socket_set_name(pp.sock, "pp_client");
+    pp.sock = open_socket("pp_client");
     pp.con = pscom_open_connection(pp.sock);
     if (!pp.con)
         die("pscom_open_connection failed");
