@@ -594,6 +594,20 @@ static void server_lat_tag(struct pp *pp, const struct ctl *c)
     }
 }
 
+/* The ping-pong's two requests: size bytes from sbuf to the peer, a message into rbuf */
+static void lat_reqs(struct pp *pp, size_t size)
+{
+    pscom_request_t *s = pp->sreq[0], *r = pp->rreq[0];
+
+    s->connection = pp->con;
+    s->data = pp->sbuf;
+    s->data_len = size;
+    s->xheader_len = pp->xheader;
+    r->connection = pp->con;
+    r->data = pp->rbuf;
+    r->data_len = pp->bufsize;
+}
+
 static void server_lat(struct pp *pp, const struct ctl *c)
 {
     pscom_request_t *s = pp->sreq[0], *r = pp->rreq[0];
@@ -605,13 +619,7 @@ static void server_lat(struct pp *pp, const struct ctl *c)
         return;
     }
 
-    s->connection = pp->con;
-    s->data = pp->sbuf;
-    s->data_len = size;
-    s->xheader_len = pp->xheader;
-    r->connection = pp->con;
-    r->data = pp->rbuf;
-    r->data_len = pp->bufsize;
+    lat_reqs(pp, size);
     pscom_post_recv(r);
     ctl_post(pp, &(struct ctl){.cmd = CMD_READY});
     ctl_flush(pp);
@@ -785,13 +793,7 @@ static double client_lat(struct pp *pp, size_t size, uint64_t iters)
     uint64_t m;
     double t0;
 
-    s->connection = pp->con;
-    s->data = pp->sbuf;
-    s->data_len = size;
-    s->xheader_len = pp->xheader;
-    r->connection = pp->con;
-    r->data = pp->rbuf;
-
+    lat_reqs(pp, size);
     t0 = now();
     for (m = 0; m < iters; m++) {
         if (pp->verify)
