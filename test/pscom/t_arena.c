@@ -18,7 +18,6 @@
  * The proxy knows the handshake frames (src/pscom/core/pscom_precon.c) and the shm offer
  * (shm_offer_t in src/pscom/plugins/shm/shm.c); if it finds no shm offer, part 2 fails.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -108,21 +107,6 @@ static struct sockaddr_in server_addr;
 static shm_offer_t first_offer; /* of case 0, for the replay */
 static int offer_pipe = -1;     /* case 0's relay hands its offer to the proxy through it */
 
-static int send_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* rewrite an shm offer of payload (name[16] + offer) in place; returns the new length */
 static size_t mutate(unsigned char *payload, size_t len, enum mutation m)
 {
@@ -186,8 +170,8 @@ static int relay(int cfd, enum mutation m)
     int sfd, open_c = 1, open_s = 1, handshake = 1, seen = 0;
     double end = tu_now() + 60;
 
-    sfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (sfd < 0 || connect(sfd, (struct sockaddr *)&server_addr, sizeof(server_addr))) {
+    sfd = tu_dial(&server_addr);
+    if (sfd < 0) {
         close(cfd);
         return -1;
     }
@@ -212,7 +196,7 @@ static int relay(int cfd, enum mutation m)
                 continue;
             }
             if (i || !handshake) {
-                send_all(to, buf, (size_t)n);
+                tu_send_all(to, buf, (size_t)n);
                 continue;
             }
             /* the client's handshake: whole frames, the shm offer rewritten */
@@ -225,7 +209,7 @@ static int relay(int cfd, enum mutation m)
                 memcpy(&h, in, sizeof(h));
                 if (h.magic != FRAME_MAGIC || sizeof(h) + h.len > sizeof(in)) {
                     handshake = 0; /* not what we know: pass it on as it is */
-                    send_all(sfd, in, ilen);
+                    tu_send_all(sfd, in, ilen);
                     ilen = 0;
                     break;
                 }
@@ -238,14 +222,14 @@ static int relay(int cfd, enum mutation m)
                 }
                 frame_hdr_t out = h;
                 out.len = (uint16_t)plen;
-                send_all(sfd, &out, sizeof(out));
-                send_all(sfd, in + sizeof(h), plen);
+                tu_send_all(sfd, &out, sizeof(out));
+                tu_send_all(sfd, in + sizeof(h), plen);
                 memmove(in, in + sizeof(h) + h.len, ilen - sizeof(h) - h.len);
                 ilen -= sizeof(h) + h.len;
                 if (h.type == F_ARCH_DONE || h.type == F_FAIL) {
                     handshake = 0;
                     if (ilen)
-                        send_all(sfd, in, ilen);
+                        tu_send_all(sfd, in, ilen);
                     ilen = 0;
                     break;
                 }
@@ -259,24 +243,16 @@ static int relay(int cfd, enum mutation m)
 
 static void proxy(void)
 {
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
-    char port[16], ip[64];
+    int lport, lfd = tu_listen_local(&lport);
+    char port[16];
     char **all;
-    int sport;
 
-    bind(lfd, (struct sockaddr *)&sa, sizeof(sa));
-    listen(lfd, 4);
-    getsockname(lfd, (struct sockaddr *)&sa, &sl);
-    snprintf(port, sizeof(port), "%d", ntohs(sa.sin_port));
+    snprintf(port, sizeof(port), "%d", lport);
     all = tu_allgather(port);
-    if (tu_ep_addr(all[0], ip, sizeof(ip), &sport)) {
+    if (tu_ep_sockaddr(all[0], &server_addr)) {
         ok(0, "proxy: server endpoint %s parses", all[0]);
         exit(1);
     }
-    server_addr = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)sport)};
-    inet_pton(AF_INET, ip, &server_addr.sin_addr);
     tu_barrier(); /* part 1 done */
 
     /* a process per connection: the first one stays open until the replay of its offer */

@@ -23,11 +23,12 @@ typedef struct env_case {
     int min, max;
     const char *value; /* NULL: leave unset */
     int bad;           /* expect one warning and the default */
-    long long want;    /* INT/UINT/SIZE/BOOL: expected value */
+    long long want;    /* INT/UINT/SIZE/SIZE_OPT/BOOL: expected value */
     const char *want_str;
 } env_case_t;
 
 #define SZMAX ((long long)-1) /* SIZE_MAX as stored in long long */
+#define NOVAL ((long long)-2) /* a SIZE_OPT row without a value */
 
 static const env_case_t cases[] = {
     {"PSPT_INT_OK", PSCOM_ENV_INT, "7", 0, 100, "42", 0, 42, NULL},
@@ -59,6 +60,13 @@ static const env_case_t cases[] = {
     {"PSPT_SIZE_FRAC", PSCOM_ENV_SIZE, "1k", 0, 0, "1.5M", 1, 1024, NULL},
     {"PSPT_SIZE_OVERFLOW", PSCOM_ENV_SIZE, "1k", 0, 0, "99999999999999999999", 1, 1024, NULL},
     {"PSPT_SIZE_OVERMUL", PSCOM_ENV_SIZE, "1k", 0, 0, "17179869184G", 1, 1024, NULL},
+    {"PSPT_OPT_UNSET", PSCOM_ENV_SIZE_OPT, "", 0, 0, NULL, 0, NOVAL, NULL},
+    {"PSPT_OPT_EMPTY", PSCOM_ENV_SIZE_OPT, "", 0, 0, "", 0, NOVAL, NULL},
+    {"PSPT_OPT_SET", PSCOM_ENV_SIZE_OPT, "", 0, 0, "64k", 0, 65536, NULL},
+    {"PSPT_OPT_ZERO", PSCOM_ENV_SIZE_OPT, "", 0, 0, "0", 0, 0, NULL},
+    {"PSPT_OPT_INF", PSCOM_ENV_SIZE_OPT, "", 0, 0, "inf", 0, SZMAX, NULL},
+    {"PSPT_OPT_BAD", PSCOM_ENV_SIZE_OPT, "", 0, 0, "12q", 1, NOVAL, NULL},
+    {"PSPT_OPT_DEFLT", PSCOM_ENV_SIZE_OPT, "1M", 0, 0, NULL, 0, 1048576, NULL},
     {"PSPT_BOOL_YES", PSCOM_ENV_BOOL, "0", 0, 0, "yes", 0, 1, NULL},
     {"PSPT_BOOL_ONWORD", PSCOM_ENV_BOOL, "0", 0, 0, "on", 0, 1, NULL},
     {"PSPT_BOOL_TRUE", PSCOM_ENV_BOOL, "0", 0, 0, "true", 0, 1, NULL},
@@ -79,6 +87,7 @@ static union {
     int i;
     unsigned u;
     size_t z;
+    pscom_env_size_opt_t o;
     const char *s;
 } targets[NCASES];
 static pscom_env_row_t rows[NCASES + 1];
@@ -93,6 +102,10 @@ static long long target_value(size_t i)
         return targets[i].u;
     case PSCOM_ENV_SIZE:
         return targets[i].z == SIZE_MAX ? SZMAX : (long long)targets[i].z;
+    case PSCOM_ENV_SIZE_OPT:
+        if (!targets[i].o.set)
+            return NOVAL;
+        return targets[i].o.value == SIZE_MAX ? SZMAX : (long long)targets[i].o.value;
     case PSCOM_ENV_STR:
         break;
     }
@@ -196,11 +209,13 @@ static const plugin_case_t pcases[] = {
     {{"PSP_RENDEZVOUS=64k"}, 65536, 65536, -1, -1, 0, NULL, NULL},
     {{"PSP_RENDEZVOUS=64k", "PSP_SHM_RENDEZVOUS=8k"}, 8192, 65536, -1, -1, 0, NULL, NULL},
     {{"PSP_RENDEZVOUS=inf"}, SIZE_MAX, SIZE_MAX, -1, -1, 0, NULL, NULL},
+    /* empty: no value, the transports' own thresholds */
+    {{"PSP_RENDEZVOUS="}, 8192, 1048576, -1, -1, 0, NULL, NULL},
     {{"PSP_TCP_RENDEZVOUS=1M", "PSP_SHM_RENDEZVOUS=4096"}, 4096, 1048576, -1, -1, 0, NULL, NULL},
     {{"PSP_SHM=0"}, 0, 0, 0, -1, 0, NULL, NULL},
     {{"PSP_TCP=0"}, 0, 0, -1, 0, 0, NULL, NULL},
     {{"PSP_TCP=1000"}, 0, 0, -1, 1000, 1, NULL, NULL},
-    {{"PSP_RENDEZVOUS=lots"}, 0, 0, -1, -1, 0, "PSP_RENDEZVOUS", "lots"},
+    {{"PSP_RENDEZVOUS=lots"}, 8192, 1048576, -1, -1, 0, "PSP_RENDEZVOUS", "lots"},
     {{"PSP_SHM_RENDEZVOUS=-1"}, 0, 0, -1, -1, 0, "PSP_SHM_RENDEZVOUS", "-1"},
     {{"PSP_DEBUG=abc"}, 0, 0, -1, -1, 0, "PSP_DEBUG", "abc"},
     {{"PSP_DEBUG=77"}, 0, 0, -1, -1, 0, "PSP_DEBUG", "77"},

@@ -10,7 +10,6 @@
  * version, xheader_len and data_len made invalid. The header is found in the recording by its
  * pscom_header_net_t (pscom.h); if the transport frames it differently those cases are skipped.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -33,42 +32,18 @@
 
 static struct sockaddr_in server_addr;
 
-static int parse_target(const char *ep)
-{
-    char ip[64];
-    int port;
-    if (tu_ep_addr(ep, ip, sizeof(ip), &port))
-        return -1;
-    memset(&server_addr, 0, sizeof(server_addr));
-    server_addr.sin_family = AF_INET;
-    server_addr.sin_port = htons((uint16_t)port);
-    return inet_pton(AF_INET, ip, &server_addr.sin_addr) == 1 ? 0 : -1;
-}
-
 static int dial(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&server_addr, sizeof(server_addr))) {
+    int fd = tu_dial(&server_addr);
+    if (fd < 0)
         diag("  connect to the server: %s", strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
     return fd;
 }
 
+/* the server may close on us: fine */
 static void send_bytes(int fd, const void *buf, size_t len)
 {
-    const char *p = buf;
-    while (len) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return; /* the server closed on us: fine */
-        p += n;
-        len -= (size_t)n;
-    }
+    tu_send_all(fd, buf, len);
 }
 
 /* 1 if the peer closed fd (EOF or reset) within secs; what it sends is read and dropped */
@@ -191,10 +166,8 @@ static long find_header(const recording_t *rec)
 
 static void attacker(void)
 {
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), fails;
+    int lport, lfd = tu_listen_local(&lport), fails;
     int idle[NIDLE];
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
     char port[16];
     char **all;
     recording_t rec = {0};
@@ -203,12 +176,10 @@ static void attacker(void)
     unsigned char *rnd = malloc(4096);
     static const char http[] = "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
 
-    bind(lfd, (struct sockaddr *)&sa, sizeof(sa));
-    listen(lfd, 4);
-    getsockname(lfd, (struct sockaddr *)&sa, &sl);
-    snprintf(port, sizeof(port), "%d", ntohs(sa.sin_port));
+    snprintf(port, sizeof(port), "%d", lport);
     all = tu_allgather(port);
-    if (!ok(parse_target(all[0]) == 0, "attacker: server endpoint %s parses", all[0]))
+    if (!ok(tu_ep_sockaddr(all[0], &server_addr) == 0, "attacker: server endpoint %s parses",
+            all[0]))
         exit(1);
 
     /* record rank 3's handshake and first message */

@@ -3,9 +3,11 @@
  */
 #include "testutil.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -502,13 +505,14 @@ void tu_barrier_while(void (*idle)(void *), void *arg)
 
 void tu_phase(const char *fmt, ...)
 {
+    if (up_fd < 0)
+        return; /* not a child of tu_run: nobody to tell */
     char text[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    if (up_fd >= 0)
-        send_record('P', text);
+    send_record('P', text);
 }
 
 /* ---- environment ---------------------------------------------------------------------------- */
@@ -882,6 +886,59 @@ int tu_ep_addr(const char *ep, char *ip, size_t iplen, int *port)
     if (e != end || p <= 0 || p > 65535)
         return -1;
     *port = (int)p;
+    return 0;
+}
+
+int tu_ep_sockaddr(const char *ep, struct sockaddr_in *sa)
+{
+    char ip[64];
+    int port;
+    if (tu_ep_addr(ep, ip, sizeof(ip), &port))
+        return -1;
+    *sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    return inet_pton(AF_INET, ip, &sa->sin_addr) == 1 ? 0 : -1;
+}
+
+int tu_listen_local(int *port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 4) ||
+        getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+int tu_dial(const struct sockaddr_in *sa)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (const struct sockaddr *)sa, sizeof(*sa))) {
+        int err = errno;
+        close(fd);
+        errno = err;
+        fd = -1;
+    }
+    return fd;
+}
+
+int tu_send_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
     return 0;
 }
 

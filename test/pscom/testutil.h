@@ -153,6 +153,17 @@ long long tu_verify(const void *buf, size_t len, uint64_t seed);
 int tu_count_fds(void);
 /* Host and port of an endpoint string "ip:port@name"; 0 on success. */
 int tu_ep_addr(const char *ep, char *ip, size_t iplen, int *port);
+
+/* Plain sockets, for a process that plays a peer (or a proxy) without pscom. */
+struct sockaddr_in;
+/* The address of an endpoint string "ip:port@name"; 0 on success. */
+int tu_ep_sockaddr(const char *ep, struct sockaddr_in *sa);
+/* A TCP socket listening on 127.0.0.1, any port (in *port); -1 on failure. */
+int tu_listen_local(int *port);
+/* A TCP connection to sa; -1 with errno on failure. */
+int tu_dial(const struct sockaddr_in *sa);
+/* Send all of buf (retried after EINTR): 0, or -1 once the peer closed or on an error. */
+int tu_send_all(int fd, const void *buf, size_t len);
 /* Redirect fd 2 into a temporary file until tu_capture_end(), which returns what was written
    (malloc'ed) and restores stderr. */
 void tu_capture_begin(void);

@@ -256,7 +256,7 @@ int pscom_con_peer_pid(pscom_con_t *con)
 
 int pscom_con_peer_same_node(pscom_con_t *con)
 {
-    return con->peer_node == g.node_id;
+    return con->peer_node == pscom_global.node_id;
 }
 
 const char *pscom_con_name(pscom_con_t *con)
@@ -366,7 +366,7 @@ PSCOM_API void pscom_close_connection(pscom_connection_t *connection)
         pscom_send_ctrl(con, MSGTYPE_EOF, NULL, 0, NULL, 0);
         con->eof_sent = 1;
         unsigned timeout = pscom_config.shutdown_timeout_ms;
-        if (!timeout && !g.initialized)
+        if (!timeout && !pscom_global.initialized)
             timeout = 5000; /* at exit: a stuck peer must not keep us alive */
         flush_wait_t f = {.con = con, .deadline_ms = timeout ? now_ms() + timeout : 0};
         pscom_wait_until(flushed, &f);

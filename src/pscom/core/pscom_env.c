@@ -105,6 +105,8 @@ static const char *type_name(pscom_env_type_t t)
         return "a non-negative integer";
     case PSCOM_ENV_SIZE:
         return "a size (e.g. 4096, 64k, 1M, inf)";
+    case PSCOM_ENV_SIZE_OPT:
+        return "a size (e.g. 4096, 64k, 1M, inf) or empty";
     case PSCOM_ENV_BOOL:
         return "a boolean (0/1, yes/no, on/off)";
     case PSCOM_ENV_STR:
@@ -135,6 +137,16 @@ static int set_value(const pscom_env_row_t *row, const char *text)
         return 0;
     case PSCOM_ENV_SIZE:
         return parse_size(text, (size_t *)row->target);
+    case PSCOM_ENV_SIZE_OPT: {
+        pscom_env_size_opt_t *o = row->target;
+        o->set = 0;
+        if (!*text)
+            return 0; /* empty: no value */
+        if (parse_size(text, &o->value))
+            return -1;
+        o->set = 1;
+        return 0;
+    }
     case PSCOM_ENV_BOOL:
         return parse_bool(text, (int *)row->target);
     case PSCOM_ENV_STR:
@@ -142,6 +154,14 @@ static int set_value(const pscom_env_row_t *row, const char *text)
         return 0;
     }
     return -1;
+}
+
+static void format_size(size_t v, char *buf, size_t len)
+{
+    if (v == SIZE_MAX)
+        snprintf(buf, len, "inf");
+    else
+        snprintf(buf, len, "%zu", v);
 }
 
 static void format_value(const pscom_env_row_t *row, char *buf, size_t len)
@@ -156,12 +176,15 @@ static void format_value(const pscom_env_row_t *row, char *buf, size_t len)
     case PSCOM_ENV_BOOL:
         snprintf(buf, len, "%d", *(int *)row->target);
         break;
-    case PSCOM_ENV_SIZE: {
-        size_t v = *(size_t *)row->target;
-        if (v == SIZE_MAX)
-            snprintf(buf, len, "inf");
+    case PSCOM_ENV_SIZE:
+        format_size(*(size_t *)row->target, buf, len);
+        break;
+    case PSCOM_ENV_SIZE_OPT: {
+        const pscom_env_size_opt_t *o = row->target;
+        if (o->set)
+            format_size(o->value, buf, len);
         else
-            snprintf(buf, len, "%zu", v);
+            buf[0] = '\0';
         break;
     }
     case PSCOM_ENV_STR: {

@@ -15,15 +15,12 @@
 #define PSCOM_VERSION_STR "1.0.0"
 #endif
 
-pscom_global_t g = {
+pscom_global_t pscom_global = {
     .lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
-    .sockets = LIST_HEAD_INIT(g.sockets),
+    .sockets = LIST_HEAD_INIT(pscom_global.sockets),
 };
 pscom_config_t pscom_config;
 pscom_stats_t pscom_stats;
-
-/* PSP_RENDEZVOUS is a string row so that "unset" differs from any value; parsed below. */
-static const char *rendezvous_str;
 
 static const pscom_env_row_t core_env[] = {
     {"PSP_DEBUG", "1",
@@ -42,7 +39,7 @@ static const pscom_env_row_t core_env[] = {
     {"PSP_RENDEZVOUS", "",
      "Eager/rendezvous threshold for every transport (bytes, inf = eager "
      "only); PSP_<ARCH>_RENDEZVOUS overrides it per transport. Empty: transport defaults.",
-     PSCOM_ENV_STR, &rendezvous_str, 0, 0},
+     PSCOM_ENV_SIZE_OPT, &pscom_config.rendezvous, 0, 0},
     {"PSP_NETWORK", "",
      "Network (a.b.c.d or a.b.c.d/bits) whose interface address goes into "
      "endpoint strings. Empty: the first non-loopback interface.",
@@ -77,16 +74,6 @@ static const pscom_env_row_t core_env[] = {
     {NULL, NULL, NULL, 0, NULL, 0, 0},
 };
 
-static void parse_rendezvous(void)
-{
-    static const pscom_env_row_t row[] = {
-        {"PSP_RENDEZVOUS", "inf", NULL, PSCOM_ENV_SIZE, &pscom_config.rendezvous, 0, 0},
-        {NULL, NULL, NULL, 0, NULL, 0, 0}};
-    pscom_config.rendezvous = SIZE_MAX;
-    if (pscom_env_is_set("PSP_RENDEZVOUS"))
-        pscom_env_parse_table(row);
-}
-
 static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 {
     const unsigned char *p = data;
@@ -101,7 +88,7 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 static uint64_t compute_node_id(void)
 {
     uint64_t h = 1469598103934665603ULL;
-    h = fnv1a(h, g.hostname, strlen(g.hostname));
+    h = fnv1a(h, pscom_global.hostname, strlen(pscom_global.hostname));
     char boot[64] = "";
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
     if (f) {
@@ -143,7 +130,7 @@ static void choose_ip(void)
     struct ifaddrs *ifs = NULL, *i;
     uint32_t net = 0, mask = 0;
     int have_mask = 0, want_net = 0;
-    g.ip = htonl(INADDR_LOOPBACK);
+    pscom_global.ip = htonl(INADDR_LOOPBACK);
     if (pscom_config.network && *pscom_config.network) {
         if (parse_network(pscom_config.network, &net, &mask, &have_mask) == 0)
             want_net = 1;
@@ -166,12 +153,12 @@ static void choose_ip(void)
                                           ? ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr
                                           : 0xffffffffu);
             if ((a & m) == (net & m)) {
-                g.ip = a;
+                pscom_global.ip = a;
                 found = 1;
                 break;
             }
         } else if (!(i->ifa_flags & IFF_LOOPBACK)) {
-            g.ip = a;
+            pscom_global.ip = a;
             found = 1;
             break;
         }
@@ -214,20 +201,19 @@ static pscom_err_t init_common(int version, int threaded)
     if ((version >> 8) != PSCOM_VERSION_MAJOR || (version & 0xff) > PSCOM_VERSION_MINOR)
         return PSCOM_ERR_UNSUPPORTED_VERSION;
     pscom_lock();
-    if (threaded && !g.threaded)
-        g.threaded = 1; /* the lock is recursive and usable before this point */
-    if (g.initialized) {
+    if (threaded && !pscom_global.threaded)
+        pscom_global.threaded = 1; /* the lock is recursive and usable before this point */
+    if (pscom_global.initialized) {
         pscom_unlock();
         return PSCOM_SUCCESS;
     }
-    g.pid = getpid();
-    if (gethostname(g.hostname, sizeof(g.hostname)) != 0)
-        strcpy(g.hostname, "localhost");
-    g.hostname[sizeof(g.hostname) - 1] = '\0';
-    g.node_id = compute_node_id();
+    pscom_global.pid = getpid();
+    if (gethostname(pscom_global.hostname, sizeof(pscom_global.hostname)) != 0)
+        strcpy(pscom_global.hostname, "localhost");
+    pscom_global.hostname[sizeof(pscom_global.hostname) - 1] = '\0';
+    pscom_global.node_id = compute_node_id();
 
     pscom_env_register("pscom", core_env);
-    parse_rendezvous();
     pscom_log_init();
     choose_ip();
     pscom_reactor_init();
@@ -236,7 +222,7 @@ static pscom_err_t init_common(int version, int threaded)
         signal(SIGQUIT, sigquit_handler);
     /* a peer that vanishes must not kill us with SIGPIPE */
     signal(SIGPIPE, SIG_IGN);
-    g.initialized = 1;
+    pscom_global.initialized = 1;
     atexit(pscom_cleanup);
     pscom_unlock();
     return PSCOM_SUCCESS;
@@ -255,18 +241,18 @@ PSCOM_API pscom_err_t pscom_init_thread(int version)
 PSCOM_API void pscom_cleanup(void)
 {
     pscom_lock();
-    if (!g.initialized) {
+    if (!pscom_global.initialized) {
         pscom_unlock();
         return;
     }
-    g.initialized = 0; /* closes below are bounded by the exit timeout */
-    while (!list_empty(&g.sockets))
-        pscom_sock_close(list_entry(g.sockets.next, pscom_sock_t, next));
+    pscom_global.initialized = 0; /* closes below are bounded by the exit timeout */
+    while (!list_empty(&pscom_global.sockets))
+        pscom_sock_close(list_entry(pscom_global.sockets.next, pscom_sock_t, next));
     if (pscom_config.debug_stats)
         print_stats();
     pscom_plugins_destroy();
     pscom_reactor_destroy();
-    g.initialized = 0;
+    pscom_global.initialized = 0;
     pscom_unlock();
 }
 
@@ -358,8 +344,9 @@ static void dump_reqs(FILE *out, const char *what, list_head_t *h)
 PSCOM_API void pscom_dump_info(FILE *out)
 {
     list_head_t *ps, *pc;
-    fprintf(out, "pscom %s pid %d host %s\n", PSCOM_VERSION_STR, g.pid, g.hostname);
-    list_for_each(ps, &g.sockets)
+    fprintf(out, "pscom %s pid %d host %s\n", PSCOM_VERSION_STR, pscom_global.pid,
+            pscom_global.hostname);
+    list_for_each(ps, &pscom_global.sockets)
     {
         pscom_sock_t *sock = list_entry(ps, pscom_sock_t, next);
         fprintf(out, "socket %s ep %s: %d connections, %d any-source receives, %d unexpected\n",

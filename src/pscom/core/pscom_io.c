@@ -6,11 +6,6 @@
 #include <string.h>
 #include "pscom_priv.h"
 
-#define RQ_IOV_READY  0x10 /* send: iov prepared (eager/rendezvous decided) */
-#define RQ_RNDV_WAIT  0x20 /* send: rendezvous request; completes on FIN or after the push */
-#define RQ_PUSH       0x40 /* send: pushing rendezvous data; completes when written */
-#define RQ_GEN_INLINE 0x80 /* generated: the data lives in the request, not in a malloc */
-
 /* An unexpected message of up to this size is kept inside its generated request (size classes
    of 64, 256, 1024 bytes, so the request cache finds them again): no malloc and free per
    message in a stream of early arrivals (an 8-byte Bcast loop spent ~150 instructions there). */
@@ -505,22 +500,14 @@ static int dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
             con->pub.state = PSCOM_CON_STATE_CLOSED;
             /* receives posted on this connection can never be satisfied now */
             list_head_t q = LIST_HEAD_INIT(q), rs = LIST_HEAD_INIT(rs), *p, *t;
-            list_for_each_safe(p, t, &con->recvq)
-            {
-                list_del(p);
-                list_add_tail(p, &q);
-            }
+            list_splice_tail_init(&con->recvq, &q);
             list_for_each_safe(p, t, &q)
             {
                 list_del(p);
                 req_fail(list_entry(p, pscom_req_t, q), 0);
             }
             /* nor will it pull the data of our rendezvous sends */
-            list_for_each_safe(p, t, &con->rndv_sends)
-            {
-                list_del(p);
-                list_add_tail(p, &rs);
-            }
+            list_splice_tail_init(&con->rndv_sends, &rs);
             list_for_each_safe(p, t, &rs)
             {
                 list_del(p);
@@ -811,11 +798,11 @@ PSCOM_API void pscom_post_recv(pscom_request_t *pub)
         if (con->pub.state >= PSCOM_CON_STATE_CLOSED) {
             req_fail(req, 0);
         } else {
-            req->seq = ++g.recv_seq;
+            req->seq = ++pscom_global.recv_seq;
             list_add_tail(&req->q, &con->recvq);
         }
     } else {
-        req->seq = ++g.recv_seq;
+        req->seq = ++pscom_global.recv_seq;
         list_add_tail(&req->q, &get_sock(pub->socket)->recvq_any);
     }
     pscom_unlock();

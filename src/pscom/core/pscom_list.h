@@ -1,4 +1,5 @@
-/* Intrusive doubly linked lists (circular, with a head node). */
+/* Intrusive doubly linked lists (circular, with a head node), all inline: core's, and through
+   pscom_plugin.h the plugins'. */
 #ifndef PSCOM_LIST_H_INCLUDED
 #define PSCOM_LIST_H_INCLUDED
 
@@ -38,6 +39,18 @@ static inline void list_del(list_head_t *e)
     e->next->prev = e->prev;
     e->next = e;
     e->prev = e;
+}
+
+/* Move all entries of from to the end of to, in order; from is empty afterwards. */
+static inline void list_splice_tail_init(list_head_t *from, list_head_t *to)
+{
+    if (list_empty(from))
+        return;
+    from->next->prev = to->prev;
+    to->prev->next = from->next;
+    from->prev->next = to;
+    to->prev = from->prev;
+    list_init(from);
 }
 
 /* Is e linked into some list? (requires list_init or list_del before first use) */

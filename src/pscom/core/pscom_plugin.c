@@ -81,8 +81,8 @@ static void register_rows(plugin_slot_t *s)
         upper[i] = (char)toupper((unsigned char)s->name[i]);
     upper[i] = '\0';
     size_t def = s->plugin ? s->plugin->rendezvous : SIZE_MAX;
-    if (pscom_env_is_set("PSP_RENDEZVOUS"))
-        def = pscom_config.rendezvous;
+    if (pscom_config.rendezvous.set)
+        def = pscom_config.rendezvous.value;
     if (def == SIZE_MAX)
         snprintf(s->deflt_rndv, sizeof(s->deflt_rndv), "inf");
     else
@@ -216,7 +216,7 @@ static void activate(plugin_slot_t *s)
     if (s->plugin->env)
         pscom_env_register(s->name, s->plugin->env);
     /* the threshold may depend on the plugin's own rows: re-read after registering them */
-    if (!pscom_env_is_set(s->var_rndv) && !pscom_env_is_set("PSP_RENDEZVOUS"))
+    if (!pscom_env_is_set(s->var_rndv) && !pscom_config.rendezvous.set)
         s->rendezvous = s->plugin->rendezvous;
     s->available = !s->plugin->init || s->plugin->init() == 0;
 }
@@ -359,7 +359,7 @@ size_t pscom_plugin_rendezvous(const pscom_plugin_t *plugin)
 int pscom_plugin_rendezvous_user_set(const pscom_plugin_t *plugin)
 {
     plugin_slot_t *s = slot_by_name(plugin->name);
-    return pscom_env_is_set("PSP_RENDEZVOUS") || (s && pscom_env_is_set(s->var_rndv));
+    return pscom_config.rendezvous.set || (s && pscom_env_is_set(s->var_rndv));
 }
 
 PSCOM_API int pscom_plugin_info(int index, pscom_plugin_info_t *info)

@@ -21,13 +21,14 @@
 #include <sys/uio.h>
 #include <time.h>
 #include "pscom.h"
+#include "pscom_list.h" /* list_head_t and its inline operations, for plugins' lists too */
 
-/* 0x0109: dump (con and plugin, for PSP_SIGQUIT), flushed; 0x0108: pscom_tag_ops_t.enable gets the
-   socket's flags, recv the socket; 0x0107: tag matching (pscom_tag_ops_t, pscom_con_tag_on,
-   pscom_con_set_tag_ep); 0x0106: node_oversubscribed; 0x0105: header_user_xlen, read_feed_user,
-   write_user_now; 0x0104: con_default_rendezvous; 0x0103: con_closing; 0x0102: write_now; 0x0101:
-   held sends, cma */
-#define PSCOM_PLUGIN_API_VERSION 0x0109
+/* 0x010a: pscom_cma_write; 0x0109: dump (con and plugin, for PSP_SIGQUIT), flushed; 0x0108:
+   pscom_tag_ops_t.enable gets the socket's flags, recv the socket; 0x0107: tag matching
+   (pscom_tag_ops_t, pscom_con_tag_on, pscom_con_set_tag_ep); 0x0106: node_oversubscribed; 0x0105:
+   header_user_xlen, read_feed_user, write_user_now; 0x0104: con_default_rendezvous; 0x0103:
+   con_closing; 0x0102: write_now; 0x0101: held sends, cma */
+#define PSCOM_PLUGIN_API_VERSION 0x010a
 #define PSCOM_HS_BLOB_MAX        512 /* largest handshake blob of one plugin */
 
 #define likely(x)   __builtin_expect(!!(x), 1)
@@ -197,6 +198,8 @@ PSCOM_PLUGIN_API void pscom_con_default_rendezvous(pscom_con_t *con, size_t thre
 /* Copy len bytes from address remote of process pid into dst (process_vm_readv, for
    rndv_pull between processes of one node). 0, or -1 with errno. */
 PSCOM_PLUGIN_API int pscom_cma_read(int pid, void *dst, uint64_t remote, size_t len);
+/* The other way: len bytes from src to address remote of process pid (process_vm_writev). */
+PSCOM_PLUGIN_API int pscom_cma_write(int pid, uint64_t remote, const void *src, size_t len);
 /* Does con's socket hand its tagged messages to this transport? (Both ends must agree: a
    transport that offers tag matching says so in its handshake and declines a mismatch.) */
 PSCOM_PLUGIN_API int pscom_con_tag_on(pscom_con_t *con);

@@ -147,9 +147,9 @@ static void fill_hello(pscom_sock_t *sock, hello_t *h)
     memset(h, 0, sizeof(*h));
     snprintf(h->addr, sizeof(h->addr), "%s", sock->addr);
     snprintf(h->name, sizeof(h->name), "%s", sock->pub.local_name);
-    snprintf(h->host, sizeof(h->host), "%s", g.hostname);
-    h->pid = g.pid;
-    h->node_id = g.node_id;
+    snprintf(h->host, sizeof(h->host), "%s", pscom_global.hostname);
+    h->pid = pscom_global.pid;
+    h->node_id = pscom_global.node_id;
 }
 
 static void take_identity(pscom_con_t *con, const hello_t *h)
@@ -557,7 +557,7 @@ void pscom_precon_check_timeouts(void)
 {
     uint64_t now = now_ms();
     list_head_t *ps, *pc, *tmp;
-    list_for_each(ps, &g.sockets)
+    list_for_each(ps, &pscom_global.sockets)
     {
         pscom_sock_t *sock = list_entry(ps, pscom_sock_t, next);
         list_for_each_safe(pc, tmp, &sock->precons)

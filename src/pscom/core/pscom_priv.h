@@ -75,9 +75,12 @@ _Static_assert(PREFIX_MAX >= HDR_SIZE + sizeof(rndv_req_t), "a rendezvous reques
 
 #define REQ_MAGIC 0x72657131u
 
-/* internal flags */
-#define RQ_INTERNAL  0x1 /* pscom's own message: freed after completion */
-#define RQ_RNDV_PUSH 0x2 /* a receive waiting for RNDV_DATA */
+/* pscom_req_t.flags */
+#define RQ_INTERNAL   0x1  /* pscom's own message: freed after completion */
+#define RQ_IOV_READY  0x10 /* send: iov prepared (eager/rendezvous decided) */
+#define RQ_RNDV_WAIT  0x20 /* send: rendezvous request; completes on FIN or after the push */
+#define RQ_PUSH       0x40 /* send: pushing rendezvous data; completes when written */
+#define RQ_GEN_INLINE 0x80 /* generated: the data lives in the request, not in a malloc */
 
 typedef struct pscom_req pscom_req_t;
 typedef struct pscom_con pscom_con_t;
@@ -173,7 +176,7 @@ static inline pscom_con_t *get_con(pscom_connection_t *pub)
 
 struct pscom_sock {
     pscom_socket_t pub;
-    list_head_t next; /* in g.sockets */
+    list_head_t next; /* in pscom_global.sockets */
     uint32_t magic;
     list_head_t cons;
     list_head_t recvq_any;
@@ -206,14 +209,14 @@ typedef struct pscom_global {
     unsigned long ip; /* our address for endpoint strings, network order */
 } pscom_global_t;
 
-extern pscom_global_t g;
+extern pscom_global_t pscom_global;
 
 /* configuration (rows in pscom_init.c) */
 typedef struct pscom_config {
     int debug, debug_contype, debug_stats, debug_param, sigquit, sched_yield;
     int oversubscribed; /* pscom_set_oversubscribed, not an environment row */
     const char *debug_out, *network, *plugindir;
-    size_t rendezvous;
+    pscom_env_size_opt_t rendezvous; /* PSP_RENDEZVOUS; not set: the transports' own */
     unsigned spin_us, fd_poll_us, connect_timeout_ms, shutdown_timeout_ms;
     unsigned poll_pause;
     unsigned poll_spin;
@@ -242,14 +245,14 @@ static inline void pscom_poll_pause(unsigned idle_polls)
 
 static inline void pscom_lock(void)
 {
-    if (g.threaded)
-        pthread_mutex_lock(&g.lock);
+    if (pscom_global.threaded)
+        pthread_mutex_lock(&pscom_global.lock);
 }
 
 static inline void pscom_unlock(void)
 {
-    if (g.threaded)
-        pthread_mutex_unlock(&g.lock);
+    if (pscom_global.threaded)
+        pthread_mutex_unlock(&pscom_global.lock);
 }
 
 /* ---- internal functions (callers hold the lock) ---- */

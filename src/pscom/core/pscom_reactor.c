@@ -217,7 +217,7 @@ static void block_unlocked(int timeout_ms)
 
 void pscom_progress_block(int timeout_ms)
 {
-    if (g.threaded && pscom_reactor_blocker) {
+    if (pscom_global.threaded && pscom_reactor_blocker) {
         yield_to_blocker();
         return;
     }
@@ -231,7 +231,7 @@ void pscom_progress_block(int timeout_ms)
         timeout_ms = block_hint_ms;
     if (!work) {
         pscom_stats.progress_blocks++;
-        if (g.threaded)
+        if (pscom_global.threaded)
             block_unlocked(timeout_ms);
         else
             epoll_round(timeout_ms);
@@ -251,7 +251,7 @@ void pscom_wait_until(int (*done)(void *), void *arg)
             idle_since = 0;
             continue;
         }
-        if (g.threaded) {
+        if (pscom_global.threaded) {
             pscom_unlock(); /* the other threads are not held up by our pause */
             pscom_poll_pause(idle);
             if (pscom_config.sched_yield)
@@ -274,7 +274,7 @@ void pscom_wait_until(int (*done)(void *), void *arg)
         if (waited < 20)
             continue;
         if (waited < pscom_config.spin_us) {
-            if (!pscom_config.sched_yield && !g.threaded)
+            if (!pscom_config.sched_yield && !pscom_global.threaded)
                 sched_yield();
             continue;
         }
@@ -309,7 +309,7 @@ static __attribute__((noinline)) int progress_locked(int timeout_ms)
 
 PSCOM_API int pscom_progress(int timeout_ms)
 {
-    if (unlikely(timeout_ms != 0 || g.threaded))
+    if (unlikely(timeout_ms != 0 || pscom_global.threaded))
         return progress_locked(timeout_ms);
     /* the MPI progress loop's case: one poll (inline), the pause once idle */
     int made = progress_poll();

@@ -7,10 +7,6 @@
 #include <string.h>
 #include "pscom_priv.h"
 
-#define RQ_IOV_READY 0x10
-#define RQ_RNDV_WAIT 0x20
-#define RQ_PUSH      0x40
-
 void pscom_rndv_prepare_send(pscom_con_t *con, pscom_req_t *req)
 {
     req->id = con->next_rndv_id++;

@@ -26,7 +26,7 @@ PSCOM_API pscom_socket_t *pscom_open_socket(size_t userdata_size, size_t con_use
     sock->pub.userdata_size = userdata_size;
     sock->pub.userdata = userdata_size ? (void *)(sock + 1) : NULL;
     sock->con_userdata_size = con_userdata_size;
-    list_add_tail(&sock->next, &g.sockets);
+    list_add_tail(&sock->next, &pscom_global.sockets);
     pscom_unlock();
     return &sock->pub;
 }
@@ -38,7 +38,7 @@ static void update_ep(pscom_sock_t *sock)
         return;
     }
     char ip[INET_ADDRSTRLEN];
-    struct in_addr a = {.s_addr = (in_addr_t)g.ip};
+    struct in_addr a = {.s_addr = (in_addr_t)pscom_global.ip};
     inet_ntop(AF_INET, &a, ip, sizeof(ip));
     snprintf(sock->addr, sizeof(sock->addr), "%s:%d", ip, sock->pub.listen_portno);
     snprintf(sock->ep, sizeof(sock->ep), "%s@%s", sock->addr, sock->pub.local_name);
@@ -150,8 +150,8 @@ PSCOM_API void pscom_close_socket(pscom_socket_t *socket)
 {
     pscom_lock();
     if (!socket) {
-        while (!list_empty(&g.sockets))
-            pscom_sock_close(list_entry(g.sockets.next, pscom_sock_t, next));
+        while (!list_empty(&pscom_global.sockets))
+            pscom_sock_close(list_entry(pscom_global.sockets.next, pscom_sock_t, next));
     } else {
         pscom_sock_close(get_sock(socket));
     }

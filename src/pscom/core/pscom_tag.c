@@ -128,7 +128,7 @@ PSCOM_API int pscom_tag_send(pscom_connection_t *connection, uint64_t tag, const
                              size_t len, int sync, void *user)
 {
     pscom_con_t *con = get_con(connection);
-    if (likely(con->tag_ep && !con->tag_wait && !g.threaded))
+    if (likely(con->tag_ep && !con->tag_wait && !pscom_global.threaded))
         return con->sock->tag_plugin->tag->send(con->tag_ep, tag, buf, len, sync, user);
     return send_locked(con, tag, buf, len, sync, user);
 }
@@ -191,7 +191,7 @@ PSCOM_API int pscom_tag_recv(pscom_socket_t *socket, uint64_t tag, uint64_t mask
     const pscom_plugin_t *p = get_sock(socket)->tag_plugin;
     if (unlikely(!p))
         return PSCOM_ERR_INVALID;
-    if (likely(!g.threaded))
+    if (likely(!pscom_global.threaded))
         return p->tag->recv(socket, tag, mask, buf, len, user, op);
     return recv_locked(socket, tag, mask, buf, len, user, op);
 }

@@ -29,7 +29,7 @@ extern "C" {
 /* API version: major << 8 | minor. pscom_init() refuses a different major or a newer minor. */
 #define PSCOM_VERSION_MAJOR 1
 #define PSCOM_VERSION_MINOR                                                                        \
-    3 /* 3: PSCOM_TAG_DONE_INLINE; 2: tag matching in the transport;                               \
+    4 /* 4: PSCOM_ENV_SIZE_OPT; 3: PSCOM_TAG_DONE_INLINE; 2: tag matching in the transport;        \
          1: pscom_set_oversubscribed */
 #define PSCOM_VERSION ((PSCOM_VERSION_MAJOR << 8) | PSCOM_VERSION_MINOR)
 
@@ -419,7 +419,16 @@ typedef enum pscom_env_type {
     PSCOM_ENV_SIZE, /* size_t with k/M/G suffix or "inf"; target: size_t* */
     PSCOM_ENV_BOOL, /* 0/1, yes/no, on/off, true/false; target: int* */
     PSCOM_ENV_STR,  /* string; target: const char** (points into environ or default) */
+    /* a size as PSCOM_ENV_SIZE, or empty: no value; target: pscom_env_size_opt_t* */
+    PSCOM_ENV_SIZE_OPT,
 } pscom_env_type_t;
+
+/* Target of a PSCOM_ENV_SIZE_OPT row: a size that may have no value, so that a row with an
+   empty default tells "not set" from every value (PSP_RENDEZVOUS: the transports' own). */
+typedef struct pscom_env_size_opt {
+    size_t value; /* when set */
+    int set;      /* 1: it has a value (not empty, not malformed) */
+} pscom_env_size_opt_t;
 
 typedef struct pscom_env_row {
     const char *name;  /* "PSP_DEBUG" */

@@ -413,6 +413,22 @@ static void tag_enable(pscom_socket_t *sock)
             "posix,cma,self or tcp; PSP_UCP_TAG must not be 0). PSP_DEBUG=2 tells why.");
 }
 
+/* pscom_init and this side's socket, named name, matching tags with --tag */
+static pscom_socket_t *open_socket(const char *name)
+{
+    pscom_err_t err = pscom_init(PSCOM_VERSION);
+    if (err != PSCOM_SUCCESS)
+        die("pscom_init failed: %s", pscom_err_str(err));
+    pscom_socket_t *sock = pscom_open_socket(0, 0);
+    if (!sock)
+        die("pscom_open_socket failed");
+    sock->ops.con_error = on_con_error;
+    if (opt.tag)
+        tag_enable(sock);
+    pscom_socket_set_name(sock, name);
+    return sock;
+}
+
 static void ctl_post_recv(struct pp *pp)
 {
     pscom_request_t *r = pp->ctl_r;
@@ -578,6 +594,20 @@ static void server_lat_tag(struct pp *pp, const struct ctl *c)
     }
 }
 
+/* The ping-pong's two requests: size bytes from sbuf to the peer, a message into rbuf */
+static void lat_reqs(struct pp *pp, size_t size)
+{
+    pscom_request_t *s = pp->sreq[0], *r = pp->rreq[0];
+
+    s->connection = pp->con;
+    s->data = pp->sbuf;
+    s->data_len = size;
+    s->xheader_len = pp->xheader;
+    r->connection = pp->con;
+    r->data = pp->rbuf;
+    r->data_len = pp->bufsize;
+}
+
 static void server_lat(struct pp *pp, const struct ctl *c)
 {
     pscom_request_t *s = pp->sreq[0], *r = pp->rreq[0];
@@ -589,13 +619,7 @@ static void server_lat(struct pp *pp, const struct ctl *c)
         return;
     }
 
-    s->connection = pp->con;
-    s->data = pp->sbuf;
-    s->data_len = size;
-    s->xheader_len = pp->xheader;
-    r->connection = pp->con;
-    r->data = pp->rbuf;
-    r->data_len = pp->bufsize;
+    lat_reqs(pp, size);
     pscom_post_recv(r);
     ctl_post(pp, &(struct ctl){.cmd = CMD_READY});
     ctl_flush(pp);
@@ -684,16 +708,7 @@ static int server_main(int ep_fd)
     const char *ep;
 
     start_watchdog();
-    err = pscom_init(PSCOM_VERSION);
-    if (err != PSCOM_SUCCESS)
-        die("pscom_init failed: %s", pscom_err_str(err));
-    pp.sock = pscom_open_socket(0, 0);
-    if (!pp.sock)
-        die("pscom_open_socket failed");
-    pp.sock->ops.con_error = on_con_error;
-    if (opt.tag)
-        tag_enable(pp.sock);
-    pscom_socket_set_name(pp.sock, "pp_server");
+    pp.sock = open_socket("pp_server");
     err = pscom_listen(pp.sock, opt.port);
     if (err != PSCOM_SUCCESS)
         die("cannot listen on port %d: %s", opt.port, pscom_err_str(err));
@@ -778,13 +793,7 @@ static double client_lat(struct pp *pp, size_t size, uint64_t iters)
     uint64_t m;
     double t0;
 
-    s->connection = pp->con;
-    s->data = pp->sbuf;
-    s->data_len = size;
-    s->xheader_len = pp->xheader;
-    r->connection = pp->con;
-    r->data = pp->rbuf;
-
+    lat_reqs(pp, size);
     t0 = now();
     for (m = 0; m < iters; m++) {
         if (pp->verify)
@@ -948,16 +957,7 @@ static int client_main(const char *ep)
     uint32_t server_errors;
     unsigned i;
 
-    err = pscom_init(PSCOM_VERSION);
-    if (err != PSCOM_SUCCESS)
-        die("pscom_init failed: %s", pscom_err_str(err));
-    pp.sock = pscom_open_socket(0, 0);
-    if (!pp.sock)
-        die("pscom_open_socket failed");
-    pp.sock->ops.con_error = on_con_error;
-    if (opt.tag)
-        tag_enable(pp.sock); /* before the first connection */
-    pscom_socket_set_name(pp.sock, "pp_client");
+    pp.sock = open_socket("pp_client");
     pp.con = pscom_open_connection(pp.sock);
     if (!pp.con)
         die("pscom_open_connection failed");

@@ -58,7 +58,7 @@ static const pscom_env_row_t shm_env[] = {
 
 typedef struct shm_con shm_con_t;
 struct shm_con {
-    shm_con_t *next, *prev; /* active connections */
+    list_head_t link; /* in active (first: list_entry costs nothing) */
     pscom_con_t *con;
     shm_arena_t *arena; /* holds our pair */
     shm_ring_t *out, *in;
@@ -71,7 +71,7 @@ struct shm_con {
     uint64_t peer_probe; /* the peer's cma_probe */
     int peer_waits;      /* we read a message since our last send: the peer may wait for ours */
     pscom_ufd_t ufd;     /* doorbell and peer-death detector */
-    int busy, dead, active, cma_ok;
+    int busy, dead, cma_ok;
 };
 
 /* The connecting side's offer: where its pair lies (same node, so native layout). */
@@ -111,7 +111,7 @@ static const uint64_t cma_probe = 0x65626f7270616d63ull;
 #define SHM_RNDV_NOCMA    65536
 #define SHM_RNDV_OVERSUB  (128 * 1024)
 
-static shm_con_t active = {.next = &active, .prev = &active};
+static list_head_t active = LIST_HEAD_INIT(active); /* started connections */
 static int n_active;
 /* Prefetching while idle only with few peers: with many, the lines of all their next slots
    would crowd the L1 cache out. */
@@ -133,7 +133,7 @@ static shm_con_t *shm_con_new(pscom_con_t *con, shm_pair_t *pair, shm_arena_t *a
     sc->out = shm_pair_ring(pair, creator ? 0 : 1);
     sc->in = shm_pair_ring(pair, creator ? 1 : 0);
     sc->cma_ok = cfg.cma;
-    sc->next = sc->prev = sc;
+    list_init(&sc->link);
     return sc;
 }
 
@@ -312,8 +312,9 @@ static int shm_poll(pscom_poller_t *p)
     (void)p;
     int made = 0;
     unsigned gen = list_gen;
-    for (shm_con_t *sc = active.next, *next; sc != &active; sc = next) {
-        next = sc->next;
+    for (list_head_t *l = active.next, *next; l != &active; l = next) {
+        shm_con_t *sc = list_entry(l, shm_con_t, link);
+        next = l->next;
         /* the idle case first: nothing in the ring, nothing to send, no copy to help with.
            A waiting MPI call loops through here, and on average half a loop is added to the
            latency of every message. */
@@ -342,7 +343,10 @@ static int shm_prepare_block(pscom_poller_t *p)
 {
     (void)p;
     int work = 0;
-    for (shm_con_t *sc = active.next; sc != &active; sc = sc->next) {
+    list_head_t *l;
+    list_for_each(l, &active)
+    {
+        shm_con_t *sc = list_entry(l, shm_con_t, link);
         atomic_store(&sc->in->recv_sleeping, 1);
         if (in_ready(sc, memory_order_seq_cst))
             work = 1;
@@ -357,7 +361,10 @@ static int shm_prepare_block(pscom_poller_t *p)
 static void shm_end_block(pscom_poller_t *p)
 {
     (void)p;
-    for (shm_con_t *sc = active.next; sc != &active; sc = sc->next) {
+    list_head_t *l;
+    list_for_each(l, &active)
+    {
+        shm_con_t *sc = list_entry(l, shm_con_t, link);
         atomic_store_explicit(&sc->in->recv_sleeping, 0, memory_order_relaxed);
         atomic_store_explicit(&sc->out->send_waiting, 0, memory_order_relaxed);
     }
@@ -419,16 +426,14 @@ static void shm_close(pscom_con_t *con)
     shm_con_t *sc = pscom_con_transport_data(con);
     if (!sc)
         return;
-    if (sc->active) {
-        sc->prev->next = sc->next;
-        sc->next->prev = sc->prev;
-        sc->active = 0;
+    if (list_linked(&sc->link)) {
+        list_del(&sc->link);
         n_active--;
         list_gen++;
         pscom_ufd_del(&sc->ufd);
         close(sc->ufd.fd);
     }
-    if (active.next == &active && poller_on) {
+    if (list_empty(&active) && poller_on) {
         pscom_poller_del(&poller);
         poller_on = 0;
     }
@@ -539,7 +544,7 @@ static int cma_works(shm_con_t *sc)
 {
     uint64_t v = 0;
     if (sc->cma_ok &&
-        shm_cma_read(pscom_con_peer_pid(sc->con), &v, sc->peer_probe, sizeof(v)) == 0 &&
+        pscom_cma_read(pscom_con_peer_pid(sc->con), &v, sc->peer_probe, sizeof(v)) == 0 &&
         v == cma_probe)
         return 1;
     if (sc->cma_ok)
@@ -561,7 +566,7 @@ static uint64_t cma_call_ns(void)
     ns = UINT64_MAX;
     for (int i = 0; i < 8; i++) {
         uint64_t t0 = pscom_now_ns();
-        if (shm_cma_read(getpid(), &dst, (uint64_t)(uintptr_t)&src, sizeof(dst)) != 0)
+        if (pscom_cma_read(getpid(), &dst, (uint64_t)(uintptr_t)&src, sizeof(dst)) != 0)
             break;
         uint64_t t = pscom_now_ns() - t0;
         if (t < ns)
@@ -600,11 +605,7 @@ static void shm_start(pscom_con_t *con, int fd)
     shm_con_t *sc = pscom_con_transport_data(con);
     sc->ufd = (pscom_ufd_t){.fd = fd, .events = EPOLLIN, .handler = doorbell_handler, .priv = sc};
     pscom_ufd_add(&sc->ufd);
-    sc->next = &active;
-    sc->prev = active.prev;
-    active.prev->next = sc;
-    active.prev = sc;
-    sc->active = 1;
+    list_add_tail(&sc->link, &active);
     n_active++;
     list_gen++;
     pscom_con_set_transport(con, &shm_ops, sc);

@@ -3,8 +3,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include "pscom_plugin.h"
 #include "shm_copy.h"
-#include "shm_sysv.h"
 
 #define CHUNK_MIN   (64u << 10)
 #define MAX_CHUNKS  ((1u << 20) - 1)
@@ -46,10 +46,10 @@ int shm_copy_pull(shm_copy_job_t *job, const shm_copy_job_t *reverse, pid_t peer
                   uint64_t src, size_t len, size_t min_split)
 {
     if (!min_split || len < min_split || len < 2 * (size_t)CHUNK_MIN)
-        return shm_cma_read(peer, dst, src, len);
+        return pscom_cma_read(peer, dst, src, len);
     /* Dekker: of two pulls that start together, at least one sees the other (seq_cst) */
     atomic_store(&job->pulling, 1);
-    int rc = atomic_load(&reverse->pulling) ? shm_cma_read(peer, dst, src, len)
+    int rc = atomic_load(&reverse->pulling) ? pscom_cma_read(peer, dst, src, len)
                                             : pull_split(job, peer, dst, src, len);
     int err = errno;
     atomic_store_explicit(&job->pulling, 0, memory_order_release);
@@ -85,7 +85,7 @@ static int pull_split(shm_copy_job_t *job, pid_t peer, void *dst, uint64_t src, 
         uint64_t off;
         size_t n;
         chunk_range(job, f, &off, &n);
-        if (!err && shm_cma_read(peer, (char *)dst + off, src + off, n) != 0)
+        if (!err && pscom_cma_read(peer, (char *)dst + off, src + off, n) != 0)
             err = errno;
     }
     /* every chunk is claimed now: the sender has [b, nchunks) */
@@ -94,7 +94,7 @@ static int pull_split(shm_copy_job_t *job, pid_t peer, void *dst, uint64_t src, 
     if (b < nchunks && (d == 0 || (d & SHM_COPY_FAILED))) {
         /* the sender could not push its part (or died): fetch it ourselves */
         uint64_t off = (uint64_t)b * chunk;
-        if (!err && shm_cma_read(peer, (char *)dst + off, src + off, len - off) != 0)
+        if (!err && pscom_cma_read(peer, (char *)dst + off, src + off, len - off) != 0)
             err = errno;
     }
     if (err) {
@@ -120,7 +120,7 @@ int shm_copy_help(shm_copy_job_t *job, pid_t peer)
         chunk_range(job, b - 1, &off, &n);
         if (!atomic_compare_exchange_weak(&job->claim, &c, C_MAKE(C_GEN(c), f, b - 1)))
             continue;
-        int rc = shm_cma_write(peer, dst + off, (const void *)(uintptr_t)(src + off), n);
+        int rc = pscom_cma_write(peer, dst + off, (const void *)(uintptr_t)(src + off), n);
         int err = errno;
         if (rc != 0)
             atomic_fetch_or_explicit(&job->done, SHM_COPY_FAILED, memory_order_relaxed);

@@ -1,9 +1,9 @@
-/* SysV segments and cross-process reads: the OS side of the shm transport. */
+/* SysV segments: the OS side of the shm transport (its single-copy calls are core's
+   pscom_cma_read/write). */
 #include <errno.h>
 #include <string.h>
 #include <sys/ipc.h>
 #include <sys/shm.h>
-#include <sys/uio.h>
 #include "shm_sysv.h"
 
 void *shm_sysv_create(size_t size, int *shmid)
@@ -46,36 +46,4 @@ void shm_sysv_detach(void *base)
 {
     if (base)
         shmdt(base);
-}
-
-/* process_vm_readv/writev move at most what fits; loop over short transfers */
-static int cma_move(pid_t pid, void *local, uint64_t remote, size_t len, int write)
-{
-    while (len) {
-        struct iovec l = {.iov_base = local, .iov_len = len};
-        struct iovec r = {.iov_base = (void *)(uintptr_t)remote, .iov_len = len};
-        ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
-                          : process_vm_readv(pid, &l, 1, &r, 1, 0);
-        if (n <= 0) {
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n == 0)
-                errno = EFAULT;
-            return -1;
-        }
-        local = (char *)local + n;
-        remote += (uint64_t)n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-int shm_cma_read(pid_t pid, void *dst, uint64_t remote, size_t len)
-{
-    return cma_move(pid, dst, remote, len, 0);
-}
-
-int shm_cma_write(pid_t pid, uint64_t remote, const void *src, size_t len)
-{
-    return cma_move(pid, (void *)(uintptr_t)src, remote, len, 1);
 }

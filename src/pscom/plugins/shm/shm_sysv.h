@@ -1,5 +1,5 @@
 /*
- * Shared memory rings on SysV segments, and single-copy reads from a peer process.
+ * Shared memory rings on SysV segments.
  * A connection has a pair of rings, one per direction, of fixed-size slots (shm_pair_t); many
  * pairs share one segment (shm_arena.h). A slot is published by its sequence number: the
  * producer stamps the n-th message of the ring (n = 1, 2, ...) with n after writing length and
@@ -14,7 +14,6 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 #include "shm_copy.h"
 
 #define SHM_PAIR_MAGIC 0x70736d33u /* 3: a pair of rings in an arena */
@@ -80,9 +79,5 @@ void *shm_sysv_create(size_t size, int *shmid);
 /* Attach segment shmid if it has at least min_size bytes. NULL with errno on failure. */
 void *shm_sysv_attach(int shmid, size_t min_size);
 void shm_sysv_detach(void *base);
-/* Copy len bytes at the peer's address into dst (process_vm_readv). 0 ok, -1 errno. */
-int shm_cma_read(pid_t pid, void *dst, uint64_t remote, size_t len);
-/* Copy len bytes from src into the peer's address (process_vm_writev). 0 ok, -1 errno. */
-int shm_cma_write(pid_t pid, uint64_t remote, const void *src, size_t len);
 
 #endif

@@ -54,7 +54,7 @@ static const pscom_env_row_t tcp_env[] = {
 
 typedef struct tcp_con tcp_con_t;
 struct tcp_con {
-    tcp_con_t *next, *prev; /* open connections */
+    list_head_t link; /* in cons (first: list_entry costs nothing) */
     pscom_con_t *con;
     pscom_ufd_t ufd;
     int busy; /* inside a handler: close must not free us */
@@ -67,7 +67,7 @@ struct tcp_con {
 /* With few connections, reading each socket directly in the poll loop saves the epoll_wait
    call per message (that is most of the latency); with many, one epoll_wait is cheaper. */
 #define DIRECT_POLL_MAX 4
-static tcp_con_t cons = {.next = &cons, .prev = &cons};
+static list_head_t cons = LIST_HEAD_INIT(cons); /* open connections */
 static int n_cons;
 static unsigned list_gen;
 static pscom_poller_t poller;
@@ -82,8 +82,9 @@ static int tcp_poll(pscom_poller_t *p)
         return 0;
     unsigned gen = list_gen;
     int made = 0;
-    for (tcp_con_t *tc = cons.next, *next; tc != &cons; tc = next) {
-        next = tc->next;
+    for (list_head_t *l = cons.next, *next; l != &cons; l = next) {
+        tcp_con_t *tc = list_entry(l, tcp_con_t, link);
+        next = l->next;
         tc->busy++;
         made |= tcp_read(tc);
         if (--tc->busy == 0 && tc->dead)
@@ -241,8 +242,7 @@ static void tcp_close(pscom_con_t *con)
 {
     tcp_con_t *tc = pscom_con_transport_data(con);
     pscom_ufd_del(&tc->ufd);
-    tc->prev->next = tc->next;
-    tc->next->prev = tc->prev;
+    list_del(&tc->link);
     set_count(-1);
     tcp_socket_close(tc->ufd.fd);
     tc->dead = 1;
@@ -351,10 +351,7 @@ static void tcp_start(pscom_con_t *con, int fd)
     pscom_con_set_transport(con, &tcp_ops, tc);
     pscom_con_set_data_align(con, DATA_ALIGN, DATA_ALIGN_FROM);
     pscom_ufd_add(&tc->ufd);
-    tc->next = &cons;
-    tc->prev = cons.prev;
-    cons.prev->next = tc;
-    cons.prev = tc;
+    list_add_tail(&tc->link, &cons);
     set_count(1);
     if (!poller_on) {
         poller = (pscom_poller_t){.poll = tcp_poll};

@@ -26,7 +26,7 @@
 struct ucp_cfg ucp_cfg;
 size_t ucp_max_header;
 
-static const pscom_env_row_t ucp_env[] = {
+static const pscom_env_row_t plugin_env[] = {
     {"PSP_UCP_SMALL", "8k",
      "Messages (header, xheader and data) of at most this many bytes are copied into one UCX "
      "active message and complete at once; of larger ones the data is handed to UCX in place "
@@ -87,9 +87,9 @@ typedef struct ucp_blob {
 
 /* ---- state ---- */
 
-static uc_t active = {.next = &active, .prev = &active};
-static uc_t closing = {.next = &closing, .prev = &closing};
-static uc_t work = {.wnext = &work, .wprev = &work};
+static list_head_t active = LIST_HEAD_INIT(active);   /* started connections, by uc_t.link */
+static list_head_t closing = LIST_HEAD_INIT(closing); /* shut down, not yet freed, by link */
+static list_head_t work = LIST_HEAD_INIT(work);       /* to serve in the next poll, by work_link */
 static int n_hup;
 static pscom_poller_t poller;
 static pscom_ufd_t efd_ufd = {.fd = -1};
@@ -141,42 +141,10 @@ static void id_del(uc_t *uc)
     }
 }
 
-static void list_add(uc_t *head, uc_t *uc)
-{
-    uc->next = head;
-    uc->prev = head->prev;
-    head->prev->next = uc;
-    head->prev = uc;
-    uc->on_list = 1;
-}
-
-static void list_del(uc_t *uc)
-{
-    if (!uc->on_list)
-        return;
-    uc->prev->next = uc->next;
-    uc->next->prev = uc->prev;
-    uc->on_list = 0;
-}
-
 void ucp_work_add(uc_t *uc)
 {
-    if (uc->on_work)
-        return;
-    uc->wnext = &work;
-    uc->wprev = work.wprev;
-    work.wprev->wnext = uc;
-    work.wprev = uc;
-    uc->on_work = 1;
-}
-
-static void work_del(uc_t *uc)
-{
-    if (!uc->on_work)
-        return;
-    uc->wprev->wnext = uc->wnext;
-    uc->wnext->wprev = uc->wprev;
-    uc->on_work = 0;
+    if (!list_linked(&uc->work_link))
+        list_add_tail(&uc->work_link, &work);
 }
 
 void ucp_fail(uc_t *uc, pscom_op_t op, pscom_err_t err, const char *why)
@@ -202,7 +170,7 @@ static int send_bye(uc_t *uc)
     return send(uc->fd, &b, sizeof(b), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(b) ? 0 : -1;
 }
 
-static void ucp_write_start(pscom_con_t *con)
+static void con_write_start(pscom_con_t *con)
 {
     uc_t *uc = pscom_con_transport_data(con);
     uc->busy++;
@@ -217,17 +185,13 @@ static __attribute__((noinline)) int do_work(void)
     int made = 0;
     /* this round's connections; those that get work meanwhile wait for the next poll (a send
        that found no room must not be retried before UCX has progressed) */
-    uc_t round;
-    if (work.wnext == &work)
+    list_head_t round = LIST_HEAD_INIT(round);
+    if (list_empty(&work))
         return 0;
-    round.wnext = work.wnext;
-    round.wprev = work.wprev;
-    round.wnext->wprev = &round;
-    round.wprev->wnext = &round;
-    work.wnext = work.wprev = &work;
-    while (round.wnext != &round) {
-        uc_t *uc = round.wnext;
-        work_del(uc);
+    list_splice_tail_init(&work, &round);
+    while (!list_empty(&round)) {
+        uc_t *uc = list_entry(round.next, uc_t, work_link);
+        list_del(&uc->work_link);
         if (uc->dead)
             continue;
         uc->busy++;
@@ -245,7 +209,10 @@ static __attribute__((noinline)) int do_work(void)
 static int check_hups(int act, int *wait_ms)
 {
     uint64_t now = ucp_now_ms();
-    for (uc_t *uc = active.next; uc != &active; uc = uc->next) {
+    list_head_t *l;
+    list_for_each(l, &active)
+    {
+        uc_t *uc = list_entry(l, uc_t, link);
         if (!uc->hup_at || uc->bye)
             continue;
         uint64_t due = uc->hup_at + ucp_cfg.hup_ms;
@@ -271,31 +238,31 @@ static void reap_closing(void);
 static __attribute__((noinline)) int poll_rest(void)
 {
     int made = 0;
-    if (work.wnext != &work)
+    if (!list_empty(&work))
         made |= do_work();
     if (n_hup)
         made |= check_hups(1, NULL);
-    if (closing.next != &closing)
+    if (!list_empty(&closing))
         reap_closing();
     return made;
 }
 
-static int ucp_poll(pscom_poller_t *p)
+static int poller_poll(pscom_poller_t *p)
 {
     (void)p;
     int saved = ucp_direct_feed;
     ucp_direct_feed = 1;
     int made = ux_progress() != 0;
     ucp_direct_feed = saved;
-    if (unlikely(work.wnext != &work || n_hup || closing.next != &closing))
+    if (unlikely(!list_empty(&work) || n_hup || !list_empty(&closing)))
         made |= poll_rest();
     return made;
 }
 
-static int ucp_prepare_block(pscom_poller_t *p)
+static int poller_prepare_block(pscom_poller_t *p)
 {
     (void)p;
-    if (work.wnext != &work)
+    if (!list_empty(&work))
         return 1;
     if (n_hup) {
         int wait_ms = -1;
@@ -304,11 +271,15 @@ static int ucp_prepare_block(pscom_poller_t *p)
         if (wait_ms >= 0)
             pscom_progress_block_hint(wait_ms + 1);
     }
-    for (uc_t *uc = closing.next; uc != &closing; uc = uc->next)
+    list_head_t *l;
+    list_for_each(l, &closing)
+    {
+        uc_t *uc = list_entry(l, uc_t, link);
         if (uc->close_req && !uc->gone) {
             pscom_progress_block_hint(100); /* endpoints being flushed */
             break;
         }
+    }
     return ux_arm();
 }
 
@@ -371,7 +342,7 @@ static void poller_start(void)
 {
     if (poller_on)
         return;
-    poller = (pscom_poller_t){.poll = ucp_poll, .prepare_block = ucp_prepare_block};
+    poller = (pscom_poller_t){.poll = poller_poll, .prepare_block = poller_prepare_block};
     pscom_poller_add(&poller);
     efd_ufd = (pscom_ufd_t){.fd = ux_efd(), .events = EPOLLIN, .handler = efd_handler};
     if (pscom_ufd_add(&efd_ufd) != 0)
@@ -386,6 +357,8 @@ static uc_t *uc_new(pscom_con_t *con)
         return NULL;
     uc->con = con;
     uc->fd = -1;
+    list_init(&uc->link);
+    list_init(&uc->work_link);
     if (id_add(uc) != 0) {
         free(uc);
         return NULL;
@@ -397,12 +370,12 @@ static uc_t *uc_new(pscom_con_t *con)
 /* Free uc once nothing refers to it any more. */
 void ucp_reap(uc_t *uc)
 {
-    if (!uc->dead || uc->busy || uc->ops || uc->on_work)
+    if (!uc->dead || uc->busy || uc->ops || list_linked(&uc->work_link))
         return;
     if (uc->close_req && !ux_close_done(uc->close_req))
         return;
     uc->close_req = NULL;
-    list_del(uc);
+    list_del(&uc->link);
     if (uc->fd >= 0)
         close(uc->fd);
     free(uc);
@@ -410,9 +383,10 @@ void ucp_reap(uc_t *uc)
 
 static void reap_closing(void)
 {
-    for (uc_t *uc = closing.next, *next; uc != &closing; uc = next) {
-        next = uc->next;
-        ucp_reap(uc);
+    list_head_t *l, *next;
+    list_for_each_safe(l, next, &closing)
+    {
+        ucp_reap(list_entry(l, uc_t, link));
     }
 }
 
@@ -422,8 +396,8 @@ static void uc_shutdown(uc_t *uc)
     uc->dead = 1;
     uc->con = NULL;
     id_del(uc);
-    list_del(uc);
-    work_del(uc);
+    list_del(&uc->link);
+    list_del(&uc->work_link);
     if (uc->ufd_on) {
         pscom_ufd_del(&uc->ufd);
         uc->ufd_on = 0;
@@ -463,11 +437,11 @@ static void uc_shutdown(uc_t *uc)
         if (wait && uc->ops)
             PSCOM_LOG(2, "ucp: %u operations still in flight after closing a connection", uc->ops);
     }
-    list_add(&closing, uc);
+    list_add_tail(&uc->link, &closing);
     ucp_reap(uc);
 }
 
-static void ucp_close(pscom_con_t *con)
+static void con_close(pscom_con_t *con)
 {
     uc_t *uc = pscom_con_transport_data(con);
     pscom_con_set_transport(con, NULL, NULL);
@@ -476,8 +450,8 @@ static void ucp_close(pscom_con_t *con)
         uc_shutdown(uc);
 }
 
-/* Core's rendezvous, only on eager-only endpoints to peers on this node (ucp_start) */
-static int ucp_rndv_pull(pscom_con_t *con, void *dst, uint64_t remote, size_t len)
+/* Core's rendezvous, only on eager-only endpoints to peers on this node (con_start) */
+static int con_rndv_pull(pscom_con_t *con, void *dst, uint64_t remote, size_t len)
 {
     uc_t *uc = pscom_con_transport_data(con);
     if (!uc || !uc->cma_ok)
@@ -494,14 +468,14 @@ static int ucp_rndv_pull(pscom_con_t *con, void *dst, uint64_t remote, size_t le
 
 /* A closing connection's last messages have left once UCX holds no copies for it (the
    endpoint's close then flushes what UCX buffered) */
-static int ucp_con_flushed(pscom_con_t *con)
+static int con_flushed(pscom_con_t *con)
 {
     uc_t *uc = pscom_con_transport_data(con);
     return !uc || uc->dead || !uc->queued;
 }
 
 /* PSP_SIGQUIT: what the connection waits for (reads only: the process is stuck anyway) */
-static void ucp_con_dump(pscom_con_t *con, FILE *out)
+static void con_dump(pscom_con_t *con, FILE *out)
 {
     uc_t *uc = pscom_con_transport_data(con);
     if (!uc)
@@ -539,13 +513,13 @@ static void ucp_con_dump(pscom_con_t *con, FILE *out)
         fprintf(out, "    ucp: endpoint error: %s\n", uc->ep_err);
 }
 
-static const pscom_con_ops_t ucp_ops = {
-    .write_start = ucp_write_start,
+static const pscom_con_ops_t con_ops = {
+    .write_start = con_write_start,
     .write_user_now = ucp_write_user_now,
-    .close = ucp_close,
-    .rndv_pull = ucp_rndv_pull,
-    .dump = ucp_con_dump,
-    .flushed = ucp_con_flushed,
+    .close = con_close,
+    .rndv_pull = con_rndv_pull,
+    .dump = con_dump,
+    .flushed = con_flushed,
 };
 
 /* ---- handshake ---- */
@@ -631,7 +605,7 @@ static int uc_connect(uc_t *uc, pscom_con_t *con, const void *blob, size_t len)
     return 0;
 }
 
-static int ucp_offer(pscom_con_t *con, void *blob, size_t *len)
+static int con_offer(pscom_con_t *con, void *blob, size_t *len)
 {
     size_t alen;
     ux_address(&alen);
@@ -648,7 +622,7 @@ static int ucp_offer(pscom_con_t *con, void *blob, size_t *len)
     return 0;
 }
 
-static int ucp_accept(pscom_con_t *con, const void *offer, size_t offer_len, void *blob,
+static int con_accept(pscom_con_t *con, const void *offer, size_t offer_len, void *blob,
                       size_t *len)
 {
     *len = 0;
@@ -668,12 +642,12 @@ static int ucp_accept(pscom_con_t *con, const void *offer, size_t offer_len, voi
     return 0;
 }
 
-static int ucp_finish(pscom_con_t *con, const void *reply, size_t reply_len)
+static int con_finish(pscom_con_t *con, const void *reply, size_t reply_len)
 {
     return uc_connect(pscom_con_transport_data(con), con, reply, reply_len);
 }
 
-static void ucp_abort(pscom_con_t *con)
+static void con_abort(pscom_con_t *con)
 {
     uc_t *uc = pscom_con_transport_data(con);
     pscom_con_set_transport(con, NULL, NULL);
@@ -681,15 +655,15 @@ static void ucp_abort(pscom_con_t *con)
         uc_shutdown(uc);
 }
 
-static void ucp_start(pscom_con_t *con, int fd)
+static void con_start(pscom_con_t *con, int fd)
 {
     uc_t *uc = pscom_con_transport_data(con);
     uc->fd = fd;
     uc->ufd = (pscom_ufd_t){.fd = fd, .events = EPOLLIN, .handler = hup_handler, .priv = uc};
     uc->ufd_on = pscom_ufd_add(&uc->ufd) == 0;
     uc->started = 1;
-    list_add(&active, uc);
-    pscom_con_set_transport(con, &ucp_ops, uc);
+    list_add_tail(&uc->link, &active);
+    pscom_con_set_transport(con, &con_ops, uc);
     pscom_con_set_tag_ep(con, uc->ep); /* tag matching in UCX: core sends there directly */
     /* UCX's own rendezvous is off here (see uc_connect): large messages go by core's */
     uc->cma_ok = uc->eager && ucp_cfg.cma && pscom_con_peer_same_node(con);
@@ -701,7 +675,7 @@ static void ucp_start(pscom_con_t *con, int fd)
 
 /* ---- plugin ---- */
 
-static int ucp_init(void)
+static int plugin_init(void)
 {
     char why[200];
     if (ux_init(ucp_on_recv, on_ep_error, ucp_cfg.tag, &ucp_max_header, why, sizeof(why)) != 0) {
@@ -713,11 +687,11 @@ static int ucp_init(void)
     return 0;
 }
 
-static void ucp_destroy(void)
+static void plugin_destroy(void)
 {
     /* connections core left open (it closes its own before): drop them */
-    while (active.next != &active) {
-        uc_t *uc = active.next;
+    while (!list_empty(&active)) {
+        uc_t *uc = list_entry(active.next, uc_t, link);
         if (uc->con)
             pscom_con_set_transport(uc->con, NULL, NULL);
         uc_shutdown(uc);
@@ -727,8 +701,11 @@ static void ucp_destroy(void)
     uint64_t until = ucp_now_ms() + 1000;
     for (;;) {
         int waiting = 0;
-        for (uc_t *uc = closing.next; uc != &closing; uc = uc->next)
-            waiting |= !uc->gone;
+        list_head_t *l;
+        list_for_each(l, &closing)
+        {
+            waiting |= !list_entry(l, uc_t, link)->gone;
+        }
         if (!waiting || ucp_now_ms() >= until)
             break;
         ux_progress();
@@ -738,7 +715,10 @@ static void ucp_destroy(void)
        queued to it stays queued) makes ucp_worker_destroy abort: leave UCX's state to the
        process exit then, nothing of it outlives the process. */
     int abandon = 0;
-    for (uc_t *uc = closing.next; uc != &closing; uc = uc->next) {
+    list_head_t *l;
+    list_for_each(l, &closing)
+    {
+        uc_t *uc = list_entry(l, uc_t, link);
         abandon |= uc->eager && uc->close_req;
         if (uc->close_req) {
             ux_close_forget(uc->close_req);
@@ -755,10 +735,10 @@ static void ucp_destroy(void)
         PSCOM_LOG(2, "ucp: endpoint closes to exited peers unfinished; UCX left to the exit");
     ux_destroy(abandon); /* cancels what is left; its callbacks run now or never */
     ucp_bounce_drop();
-    while (closing.next != &closing) {
-        uc_t *uc = closing.next;
-        list_del(uc);
-        work_del(uc);
+    while (!list_empty(&closing)) {
+        uc_t *uc = list_entry(closing.next, uc_t, link);
+        list_del(&uc->link);
+        list_del(&uc->work_link);
         if (uc->fd >= 0)
             close(uc->fd);
         free(uc);
@@ -773,14 +753,14 @@ PSCOM_PLUGIN_API const pscom_plugin_t pscom_plugin_ucp = {
     .api_version = PSCOM_PLUGIN_API_VERSION,
     .priority = 50,
     .rendezvous = SIZE_MAX, /* UCX does its own */
-    .env = ucp_env,
-    .init = ucp_init,
-    .destroy = ucp_destroy,
-    .con_offer = ucp_offer,
-    .con_accept = ucp_accept,
-    .con_finish = ucp_finish,
-    .con_abort = ucp_abort,
-    .con_start = ucp_start,
+    .env = plugin_env,
+    .init = plugin_init,
+    .destroy = plugin_destroy,
+    .con_offer = con_offer,
+    .con_accept = con_accept,
+    .con_finish = con_finish,
+    .con_abort = con_abort,
+    .con_start = con_start,
     .tag = &ucp_tag_ops,
     .dump = ux_dump,
 };

@@ -1,6 +1,10 @@
 /*
  * Internals of the ucp transport shared by its glue (ucp.c: handshake, connection life,
  * progress) and its byte stream (ucp_stream.c: sending, receiving, feeding core).
+ *
+ * Names: ux_ is the thin UCX wrapper (ucp_ucx.h), ucp_ what the plugin's files share (this
+ * header), uc_ a file's helper for one connection (uc_t); other functions of one file have no
+ * prefix (ucp.c's plugin_* and con_* fill the ops tables), so UCX's own ucp_* calls stand out.
  */
 #ifndef UCP_PRIV_H_INCLUDED
 #define UCP_PRIV_H_INCLUDED
@@ -108,8 +112,8 @@ struct uc {
     size_t short_ok;              /* the longest message UCX took by its short protocol */
     size_t short_max;             /* the longest its short protocol takes (UCX's report) */
     uint64_t full_since;          /* ms: since when short sends find no room; 0: they did not */
-    uc_t *next, *prev;            /* started connections, or closing ones */
-    uc_t *wnext, *wprev;          /* work list: something to do in the next poll */
+    list_head_t link;             /* in the started connections, or the closing ones */
+    list_head_t work_link;        /* in the work list: something to do in the next poll */
     tx_t *tx_done, *tx_done_tail; /* large sends UCX completed, to release to core */
     unsigned ops;                 /* UCX operations in flight that point into this */
     pscom_ufd_t ufd;
@@ -124,8 +128,7 @@ struct uc {
     unsigned char bye_buf[sizeof(ucp_bye_t)]; /* the peer's goodbye, as it arrives */
     unsigned bye_len;
     uint32_t bye_seq;
-    int bye; /* ended by the goodbye (not a failure) */
-    int on_work, on_list;
+    int bye;        /* ended by the goodbye (not a failure) */
     size_t queued;  /* bytes of copies UCX holds for this connection (PSP_UCP_QUEUE) */
     int tx_blocked; /* ucp_write stopped at PSP_UCP_QUEUE: resumes when copies complete */
 };
@@ -158,7 +161,7 @@ void ucp_reap(uc_t *uc);
 extern const pscom_tag_ops_t ucp_tag_ops;
 
 /* ucp_stream.c */
-/* Set while ucp_poll progresses UCX: a message that is next in order may go to core from
+/* Set while the poller (ucp.c) progresses UCX: a message that is next in order may go to core from
    the callback (never from progress inside a handshake or close) */
 extern int ucp_direct_feed;
 /* UCX's active message callback (see ux_recv_fn) */

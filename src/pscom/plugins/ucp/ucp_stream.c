@@ -115,7 +115,7 @@ static inline int feedable(const uc_t *uc, uint16_t seq)
            !uc->rx_cur && uc->started && !uc->dead && !uc->ep_err;
 }
 
-/* The next message of a connection with nothing queued, arriving during ucp_poll's progress:
+/* The next message of a connection with nothing queued, arriving during the poller's progress:
    core gets it straight from UCX's receive buffer. */
 static int feed_now(uc_t *uc, uint32_t kind, uint32_t xlen, const void *pre, size_t pre_len,
                     const void *data, size_t len)

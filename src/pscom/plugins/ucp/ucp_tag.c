@@ -30,7 +30,7 @@ static int tag_recv(pscom_socket_t *socket, uint64_t tag, uint64_t mask, void *b
 const pscom_tag_ops_t ucp_tag_ops = {
     .usable = tag_usable,
     .enable = ux_tag_enable,
-    .send = ux_tag_send, /* to the endpoint ucp_start gave core (pscom_con_set_tag_ep) */
+    .send = ux_tag_send, /* to the endpoint con_start (ucp.c) gave core (pscom_con_set_tag_ep) */
     .recv = tag_recv,
     .probe = ux_tag_probe,
     .msg_recv = ux_tag_msg_recv,
