@@ -191,6 +191,14 @@ static void test_register(void)
                strstr(printed_help, "help text of a test row"),
            "help text only with with_help");
     }
+    char v[32] = "";
+    ok(pscom_env_get("PSPT_BOOL_YES", v, sizeof(v)) == 0 && !strcmp(v, "1"),
+       "pscom_env_get: a boolean set to 'yes' reads 1 (got '%s')", v);
+    ok(pscom_env_get("PSPT_SIZE_M", v, sizeof(v)) == 0 && !strcmp(v, "1048576"),
+       "pscom_env_get: the value in use (got '%s')", v);
+    ok(pscom_env_get("PSP_DEBUG", v, sizeof(v)) == 0, "pscom_env_get: the library's own rows");
+    ok(pscom_env_get("PSPT_NO_SUCH_ROW", v, sizeof(v)) == -1, "pscom_env_get: -1 for a name no "
+                                                              "table has");
     free(printed);
     free(printed_help);
 }

@@ -250,6 +250,20 @@ PSCOM_API void pscom_env_register(const char *group, const pscom_env_row_t *tabl
     pscom_unlock();
 }
 
+PSCOM_API int pscom_env_get(const char *name, char *buf, size_t len)
+{
+    int found = -1;
+    pscom_lock();
+    for (int t = 0; t < n_tables && found; t++)
+        for (const pscom_env_row_t *row = tables[t].table; row->name && found; row++)
+            if (!strcmp(row->name, name)) {
+                format_value(row, buf, len);
+                found = 0;
+            }
+    pscom_unlock();
+    return found;
+}
+
 PSCOM_API void pscom_env_print(FILE *out, int with_help)
 {
     pscom_lock();

@@ -29,8 +29,8 @@ extern "C" {
 /* API version: major << 8 | minor. pscom_init() refuses a different major or a newer minor. */
 #define PSCOM_VERSION_MAJOR 1
 #define PSCOM_VERSION_MINOR                                                                        \
-    4 /* 4: PSCOM_ENV_SIZE_OPT; 3: PSCOM_TAG_DONE_INLINE; 2: tag matching in the transport;        \
-         1: pscom_set_oversubscribed */
+    4 /* 4: PSCOM_ENV_SIZE_OPT, pscom_env_get; 3: PSCOM_TAG_DONE_INLINE; 2: tag matching in the    \
+         transport; 1: pscom_set_oversubscribed */
 #define PSCOM_VERSION ((PSCOM_VERSION_MAJOR << 8) | PSCOM_VERSION_MINOR)
 
 /* Largest user header of one message. */
@@ -444,6 +444,9 @@ typedef struct pscom_env_row {
 void pscom_env_register(const char *group, const pscom_env_row_t *table);
 /* Print all registered variables; with_help adds the help text. (pscom_info -c [-d]) */
 void pscom_env_print(FILE *out, int with_help);
+/* The value of a registered variable as pscom_env_print shows it (a boolean as 0 or 1), for
+   a layer above that needs another layer's setting: 0, or -1 when no table has it. */
+int pscom_env_get(const char *name, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -61,12 +61,6 @@ static int parse_int(const char *s, long min, long max, int *out)
     return 0;
 }
 
-static int env_true(const char *s)
-{
-    return s && (!strcmp(s, "1") || !strcasecmp(s, "yes") || !strcasecmp(s, "on") ||
-                 !strcasecmp(s, "true"));
-}
-
 static int host_color(void)
 {
     char host[256] = "";
@@ -112,8 +106,10 @@ int MPIDI_PSCOM_msa_init(void)
     }
     m->node_any = m->node_set;
     m->collops = m->collops_all = collops_cfg;
-    m->stats = env_true(getenv("PSP_DEBUG_STATS")); /* pscom's own row (core group) */
-    m->coll_hooks = 0; /* until every card is in: MPIDI_PSCOM_msa_world_done */
+    char stats[8];
+    m->stats = pscom_env_get("PSP_DEBUG_STATS", stats, sizeof(stats)) == 0 &&
+               strcmp(stats, "0") != 0; /* pscom's own row, parsed there */
+    m->coll_hooks = 0;                  /* until every card is in: MPIDI_PSCOM_msa_world_done */
 
     snprintf(buf, sizeof(buf), "%d", m->module_id);
     mpi_errno = info_env_set("msa_module_id", buf);
