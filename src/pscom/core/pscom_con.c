@@ -123,15 +123,23 @@ void pscom_con_start_connect(pscom_con_t *con)
 
 void pscom_con_start_deferred(pscom_sock_t *sock)
 {
-    list_head_t *p;
-    list_for_each(p, &sock->cons)
-    {
-        pscom_con_t *con = list_entry(p, pscom_con_t, next);
-        if (con->connect_deferred && con->pub.state == PSCOM_CON_STATE_CONNECTING &&
-            !incoming_from_peer(con)) {
-            pscom_con_start_connect(con);
-            return; /* the list may have changed; the rest at the next settled handshake */
+    /* one at a time, scanning anew: a connect that fails at once calls the user's error
+       callback, which may close connections */
+    for (;;) {
+        pscom_con_t *start = NULL;
+        list_head_t *p;
+        list_for_each(p, &sock->cons)
+        {
+            pscom_con_t *con = list_entry(p, pscom_con_t, next);
+            if (con->connect_deferred && con->pub.state == PSCOM_CON_STATE_CONNECTING &&
+                !incoming_from_peer(con)) {
+                start = con;
+                break;
+            }
         }
+        if (!start)
+            return;
+        pscom_con_start_connect(start); /* clears connect_deferred */
     }
 }
 
