@@ -13,23 +13,7 @@ BUILD=${BUILD:-$TOP/build}
 INFO=$BUILD/bin/pscom_info
 GUIDE=$TOP/docs/user-guide.md
 
-n=0
-failed=0
-ok() { # STATUS TEXT
-    n=$((n + 1))
-    if [ "$1" = 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        echo "${0##*/}: not ok $n - $2" >&2
-        failed=$((failed + 1))
-    fi
-}
-done_() {
-    echo "1..$n"
-    [ "$failed" = 0 ]
-    exit
-}
+. "$TOP/test/tap.sh"
 
 if [ ! -x "$INFO" ]; then
     echo "1..0 # SKIP $INFO not built (make -C src/pscom)"
@@ -41,7 +25,7 @@ trap 'rm -rf "$TMP"' EXIT
 "$TOP/maint/env-table.sh" "$INFO" >"$TMP/table" 2>"$TMP/table.err"
 rc=$?
 [ "$rc" = 0 ] && [ ! -s "$TMP/table.err" ]
-ok $? "maint/env-table.sh prints the table without complaint"
+tap_ok $? "maint/env-table.sh prints the table without complaint"
 sed 's/^/# /' "$TMP/table.err"
 # NAME DEFAULT per variable ("" for an empty default)
 sed -n 's/^\(PSP_[A-Z0-9_]*\) *=.*# default \(.*\)$/\1 \2/p' "$TMP/table" |
@@ -49,10 +33,10 @@ sed -n 's/^\(PSP_[A-Z0-9_]*\) *=.*# default \(.*\)$/\1 \2/p' "$TMP/table" |
 cut -d' ' -f1 "$TMP/defaults" | sort -u >"$TMP/names"
 count=$(wc -l <"$TMP/names")
 [ "$count" -ge 40 ]
-ok $? "the table has $count variables (core, transports, MPI)"
+tap_ok $? "the table has $count variables (core, transports, MPI)"
 for v in PSP_DEBUG PSP_SHM PSP_TCP_CONGESTION PSP_UCP_TAG PSP_MPI_SCHED_YIELD PSP_MSA_MODULE_ID; do
     grep -qx "$v" "$TMP/names"
-    ok $? "the table has $v"
+    tap_ok $? "the table has $v"
 done
 
 # 1. every PSP_* named in the documentation exists. A name that ends in "_" is a pattern
@@ -76,7 +60,7 @@ for f in $files; do
         esac
     done
     [ -z "$unknown" ]
-    ok $? "$f: every PSP_* it names is in the table${unknown:+; not in the table:$unknown}"
+    tap_ok $? "$f: every PSP_* it names is in the table${unknown:+; not in the table:$unknown}"
 done
 
 # 2. every variable has a row "| `PSP_X` | `default` | ..." in the user guide, with the default
@@ -92,15 +76,15 @@ while read -r v d; do
     [ "$doc" = "$d" ] || wrong="$wrong $v (guide $doc, table $d)"
 done <"$TMP/defaults"
 [ -z "$missing" ]
-ok $? "docs/user-guide.md has a row for every variable of the table${missing:+; missing:$missing}"
+tap_ok $? "docs/user-guide.md has a row for every variable of the table${missing:+; missing:$missing}"
 [ -z "$wrong" ]
-ok $? "docs/user-guide.md gives each variable the table's default${wrong:+; differ:$wrong}"
+tap_ok $? "docs/user-guide.md gives each variable the table's default${wrong:+; differ:$wrong}"
 
 # 3. the manual pages
 if "$TOP/maint/gen-man.sh" -i "$INFO" "$TMP/man" >"$TMP/man.err" 2>&1; then
-    ok 0 "maint/gen-man.sh writes the manual pages"
+    tap_ok 0 "maint/gen-man.sh writes the manual pages"
 else
-    ok 1 "maint/gen-man.sh writes the manual pages"
+    tap_ok 1 "maint/gen-man.sh writes the manual pages"
     sed 's/^/# /' "$TMP/man.err"
 fi
 absent=
@@ -108,15 +92,15 @@ while read -r v; do
     grep -qx "\.B $v" "$TMP/man/ps_environment.7" 2>/dev/null || absent="$absent $v"
 done <"$TMP/names"
 [ -z "$absent" ]
-ok $? "ps_environment.7 has an entry for every variable${absent:+; missing:$absent}"
+tap_ok $? "ps_environment.7 has an entry for every variable${absent:+; missing:$absent}"
 for page in ps_environment.7 pscom_info.1 pscom_pp.1; do
     if ! command -v groff >/dev/null 2>&1; then
-        ok 0 "$page renders without warnings # SKIP groff not installed"
+        tap_skip "$page renders without warnings" "groff not installed"
         continue
     fi
     warn=$(groff -man -ww -z -Tutf8 "$TMP/man/$page" 2>&1)
     [ -z "$warn" ] && [ -s "$TMP/man/$page" ]
-    ok $? "$page renders without warnings"
+    tap_ok $? "$page renders without warnings"
     [ -z "$warn" ] || sed 's/^/# /' <<<"$warn"
 done
 
@@ -129,9 +113,9 @@ for tool in pscom_info pscom_pp; do
     only_help=$(comm -23 "$TMP/$tool.help" "$TMP/$tool.page" | tr '\n' ' ')
     only_page=$(comm -13 "$TMP/$tool.help" "$TMP/$tool.page" | tr '\n' ' ')
     [ -s "$TMP/$tool.help" ] && [ -z "$only_help" ]
-    ok $? "$tool.1 documents every option of $tool --help${only_help:+; missing: $only_help}"
+    tap_ok $? "$tool.1 documents every option of $tool --help${only_help:+; missing: $only_help}"
     [ -z "$only_page" ]
-    ok $? "$tool.1 names no option $tool lacks${only_page:+; unknown: $only_page}"
+    tap_ok $? "$tool.1 names no option $tool lacks${only_page:+; unknown: $only_page}"
 done
 
 # 4. relative links of the Markdown files
@@ -145,6 +129,6 @@ for f in $files; do
     done
 done
 [ -z "$broken" ]
-ok $? "relative links in the Markdown files resolve${broken:+; broken:$broken}"
+tap_ok $? "relative links in the Markdown files resolve${broken:+; broken:$broken}"
 
-done_
+tap_done

@@ -30,40 +30,7 @@ MATRIX=(
     "ucp-sm|PSP_SHM=0 PSP_TCP=0 UCX_TLS=posix,cma,self T_TRANSPORT=ucp"
 )
 
-_n=0
-_failed=0
-
-# tap_ok STATUS TEXT: one result of this script (STATUS 0 = ok)
-tap_ok() {
-    _n=$((_n + 1))
-    if [ "$1" = 0 ]; then
-        echo "ok $_n - $2"
-    else
-        echo "not ok $_n - $2"
-        # prove shows a test's stderr, not its TAP: a CI log then still says what failed
-        echo "${0##*/}: not ok $_n - $2" >&2
-        _failed=$((_failed + 1))
-    fi
-}
-
-tap_diag() {
-    sed 's/^/# /'
-}
-
-# to_both: lines to stdout (the TAP) and stderr (what prove shows of a failed test)
-to_both() {
-    local l
-    while IFS= read -r l; do
-        printf '%s\n' "$l"
-        printf '%s\n' "$l" >&2
-    done
-}
-
-# tap_skip TEXT WHY: one skipped result
-tap_skip() {
-    _n=$((_n + 1))
-    echo "ok $_n - $1 # SKIP $2"
-}
+. "$TOP/test/tap.sh" # tap_ok, tap_skip, tap_diag, to_both, tap_done
 
 # transport_unavailable "VAR=value ...": if T_TRANSPORT there names a plugin that is loaded at
 # run time (ucp, gw), print why pscom_info says it cannot be used under these settings and
@@ -87,12 +54,6 @@ transport_unavailable() {
     [ -n "${_unavail[$envs]}" ] && echo "${_unavail[$envs]}"
 }
 
-# tap_done: print the plan; exit status for prove
-tap_done() {
-    echo "1..$_n"
-    [ "$_failed" = 0 ]
-    exit
-}
 
 # run_case LABEL "VAR=value ..." PROGRAM [ARGS...]: run one test program under timeout with
 # these variables; its results become ours, renumbered, prefixed with [LABEL].
