@@ -191,7 +191,6 @@ static void fail_outgoing(precon_t *pre, pscom_err_t err, const char *why)
     pscom_log(1, "connect to %s failed: %s", con->log_name, why);
     pscom_precon_destroy(pre);
     pscom_con_fail(con, PSCOM_OP_CONNECT, err);
-    pscom_con_start_deferred(con->sock); /* a connect that waited for this one */
 }
 
 static void established(precon_t *pre, const pscom_plugin_t *plugin)

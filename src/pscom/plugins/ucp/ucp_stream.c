@@ -15,8 +15,7 @@ typedef struct bounce {
     ux_op_t op;
     struct bounce *next_free;
     size_t len;
-    size_t
-        charge; /* bytes counted in the connection's queued (PSP_UCP_QUEUE), while UCX holds it */
+    size_t charge;  /* counted in its connection's queued (PSP_UCP_QUEUE) while UCX holds it */
     uint32_t uc_id; /* that connection (looked up at completion: it may be closed by then) */
     unsigned char data[];
 } bounce_t;

@@ -100,6 +100,6 @@ int ux_tag_probe(uint64_t tag, uint64_t mask, pscom_tag_info_t *info, void **msg
 int ux_tag_msg_recv(void *msg, void *buf, size_t len, void *user);
 void ux_tag_cancel(void *op);
 
-/* What the worker holds (for the SIGQUIT dump): operations in flight, tagged ones posted. */
+/* What the worker holds (for the SIGQUIT dump): operations in flight, tagged sends not complete. */
 void ux_dump(FILE *out);
 #endif
