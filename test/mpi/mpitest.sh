@@ -6,6 +6,8 @@
 #   MPITEST_NPS      rank counts (default "1 2 4 8"; 8 oversubscribes a 2-core machine on purpose)
 #   MPITEST_TIMEOUT  seconds per job (default 30): hydra's MPIEXEC_TIMEOUT; `timeout` kills
 #                    mpiexec itself 15 s later in case hydra hangs too
+#   MPITEST_MPIEXEC  the launcher (default PREFIX/bin/mpiexec; test/cluster passes one that
+#                    starts mpiexec on a simulated node)
 #   MPITEST_KEEP=1   keep the temporary directory (binaries, job output) for debugging
 #   PSP_SHM=0 ...    reach the ranks (mpiexec passes the environment on)
 #
@@ -18,7 +20,7 @@ NPS=${MPITEST_NPS:-1 2 4 8}
 TIMEOUT=${MPITEST_TIMEOUT:-30}
 # this machine may have other MPIs installed: use ours explicitly
 MPICC=$PREFIX/bin/mpicc
-MPIEXEC=$PREFIX/bin/mpiexec
+MPIEXEC=${MPITEST_MPIEXEC:-$PREFIX/bin/mpiexec}
 
 mpitest_n=0      # TAP lines printed so far
 mpitest_failed=0 # of which "not ok" without a TODO

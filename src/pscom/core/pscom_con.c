@@ -231,8 +231,8 @@ void pscom_con_established(pscom_con_t *con, const pscom_plugin_t *plugin, int f
     con->pub.state = PSCOM_CON_STATE_RW;
     pscom_stats.cons_opened++;
     if (pscom_config.debug_contype)
-        pscom_log(0, "CONNECT %s to %s via %s", con->sock->pub.local_name, con->log_name,
-                  plugin->name);
+        pscom_log(0, "CONNECT %s to %s from %s pid %d via %s", con->sock->pub.local_name,
+                  con->log_name, pscom_global.hostname, (int)pscom_global.pid, plugin->name);
     else
         PSCOM_LOG(3, "connected to %s via %s", con->log_name, plugin->name);
     if (con->accepted_new && con->sock->pub.ops.con_accept) {
