@@ -67,6 +67,13 @@ static const pscom_env_row_t core_env[] = {
      PSCOM_ENV_UINT, &pscom_config.poll_spin, 0, 1000000},
     {"PSP_CONNECT_TIMEOUT", "30000", "Give up a connection attempt after this many ms.",
      PSCOM_ENV_UINT, &pscom_config.connect_timeout_ms, 0, 0},
+    {"PSP_PEER_TIMEOUT", "20000",
+     "A peer whose node stops answering on the network (crashed, cut off) is given up after "
+     "about this many ms: pscom's TCP sockets (the tcp transport's, and the handshake socket a "
+     "ucp connection keeps) probe an idle peer after half of it and fail when probes or data "
+     "stay unanswered that long. A peer that is only slow or stopped still answers (its "
+     "kernel does). 0: the kernel's defaults (hours).",
+     PSCOM_ENV_UINT, &pscom_config.peer_timeout_ms, 0, 0},
     {"PSP_SHUTDOWN_TIMEOUT", "0",
      "Closing a connection waits this long (ms) for the peer to take "
      "our last messages; 0: as long as it takes (5 s at exit).",

@@ -217,7 +217,7 @@ typedef struct pscom_config {
     int oversubscribed; /* pscom_set_oversubscribed, not an environment row */
     const char *debug_out, *network, *plugindir;
     pscom_env_size_opt_t rendezvous; /* PSP_RENDEZVOUS; not set: the transports' own */
-    unsigned spin_us, fd_poll_us, connect_timeout_ms, shutdown_timeout_ms;
+    unsigned spin_us, fd_poll_us, connect_timeout_ms, shutdown_timeout_ms, peer_timeout_ms;
     unsigned poll_pause;
     unsigned poll_spin;
 } pscom_config_t;
@@ -304,6 +304,7 @@ int pscom_ep_addr(const char *ep, char *addr, size_t addrlen, char *name, size_t
 int socket_fd_listen(int portno);
 int socket_fd_connect(const char *addr);
 void socket_fd_peer_str(int fd, char *buf, size_t len);
+void socket_fd_watch_peer(int fd);
 
 /* pscom_precon.c: the handshake on a fresh TCP connection */
 void pscom_precon_accept(pscom_sock_t *sock, int fd);

@@ -72,6 +72,7 @@ static void listen_handler(pscom_ufd_t *ufd, uint32_t revents)
                 PSCOM_LOG(2, "accept on %s: %s", sock->ep, strerror(errno));
             return;
         }
+        socket_fd_watch_peer(fd);
         pscom_precon_accept(sock, fd);
     }
 }

@@ -48,6 +48,7 @@ int socket_fd_connect(const char *addr)
         return -1;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    socket_fd_watch_peer(fd);
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
         int e = errno;
         close(fd);
@@ -69,4 +70,26 @@ void socket_fd_peer_str(int fd, char *buf, size_t len)
     } else {
         snprintf(buf, len, "unknown peer");
     }
+}
+
+/* PSP_PEER_TIMEOUT: a peer node that vanished without closing its sockets (power, link) is
+ * noticed within the timeout also when nothing is in flight to it: keepalive probes from half
+ * of it on, TCP_USER_TIMEOUT for probes and data left unanswered. A stopped process's kernel
+ * still answers both, so a slow peer is never given up. */
+void socket_fd_watch_peer(int fd)
+{
+    unsigned t = pscom_config.peer_timeout_ms;
+    if (!t)
+        return;
+    int on = 1, idle = (int)(t / 2000), intvl = (int)(t / 10000), cnt = 5;
+    unsigned user_timeout = t;
+    if (idle < 1)
+        idle = 1;
+    if (intvl < 1)
+        intvl = 1;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
 }
