@@ -13,6 +13,9 @@
 #     --lists=L         testlists (default testlist,testlist.dtp,testlist.cvar; testlist = quick)
 #     --xfail=FILE|none expected failures (default maint/mpich-tests.xfail for --mpi=ours, else none)
 #     --reconfigure     configure the test suite again
+#     --mpiexec=PATH    run the tests with PATH instead of the MPI's mpiexec (takes mpiexec's
+#                       arguments; e.g. test/cluster/mpiexec-vc, across simulated nodes);
+#                       results in results/<mpi>-<variant>[-quick]-<name of PATH>/
 #     --quick[=FILE]    only the tests in FILE (default maint/mpich-tests.quick: the fast,
 #                       representative subset that maint/check.sh runs); builds only their
 #                       programs; results in results/<mpi>-<variant>-quick/
@@ -28,7 +31,7 @@ src=${MPICH_SRC:-$top/_build/mpich-4.0.2}/test/mpi
 jobs=$(nproc 2>/dev/null || echo 2)
 
 mpi=ours variant=default maxnp=8 timeout=${MPITEST_TIMEOUT:-180}
-lists=testlist,testlist.dtp,testlist.cvar xfail='' reconfigure=0 quick=
+lists=testlist,testlist.dtp,testlist.cvar xfail='' reconfigure=0 quick= runexec=
 dirs=()
 for arg; do
     case $arg in
@@ -39,6 +42,7 @@ for arg; do
         --lists=*) lists=${arg#*=} ;;
         --xfail=*) xfail=${arg#*=} ;;
         --reconfigure) reconfigure=1 ;;
+        --mpiexec=*) runexec=${arg#*=} ;;
         --quick) quick=$top/maint/mpich-tests.quick ;;
         --quick=*) quick=${arg#*=} ;;
         -h|--help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -85,7 +89,7 @@ command -v perl >/dev/null || { echo "mpich-tests: runtests needs perl" >&2; exi
 if [ -n "$xfail" ] && [ ! -r "$xfail" ]; then echo "mpich-tests: cannot read $xfail" >&2; exit 1; fi
 
 bdir=$top/_build/mpich-tests/$name
-res=$top/_build/mpich-tests/results/$name-$variant${quick:+-quick}
+res=$top/_build/mpich-tests/results/$name-$variant${quick:+-quick}${runexec:+-$(basename "$runexec")}
 if [ -n "$quick" ]; then
     [ -r "$quick" ] || { echo "mpich-tests: cannot read $quick" >&2; exit 2; }
     lists=testlist.quick
@@ -147,13 +151,6 @@ int main() { MPI::Init(); return 0; }' && cxx=yes
         fi
     fi
     printf 'romio=%s\nfortran=%s\nf08=%s\ncxx=%s\nmpicc=%s\nversion=3\n' $romio $fortran $f08 $cxx "$mpicc" >"$bdir/features"
-    # the hard backstop: hydra ends a test at MPIEXEC_TIMEOUT (runtests sets it per test);
-    # an mpiexec still there 60 s later is killed with its process group
-    cat >"$bdir/mpiexec-backstop" <<EOF
-#!/bin/sh
-exec timeout -k 10 \$(( \${MPIEXEC_TIMEOUT:-$timeout} + 60 )) '$mpiexec' "\$@"
-EOF
-    chmod +x "$bdir/mpiexec-backstop"
 }
 # version=2: configured with --disable-maintainer-mode; 3: f08/ switched on where it works
 if [ $reconfigure = 1 ] || [ ! -f "$bdir/features" ] || ! grep -qx "mpicc=$mpicc" "$bdir/features" ||
@@ -182,6 +179,13 @@ fi
 
 # --- xfail list -> "dir/test np<TAB>reason" ----------------------------------------------
 mkdir -p "$res"
+# the hard backstop: hydra ends a test at MPIEXEC_TIMEOUT (runtests sets it per test);
+# an mpiexec still there 60 s later is killed with its process group
+cat >"$res/mpiexec-backstop" <<EOF
+#!/bin/sh
+exec timeout -k 10 \$(( \${MPIEXEC_TIMEOUT:-$timeout} + 60 )) '${runexec:-$mpiexec}' "\$@"
+EOF
+chmod +x "$res/mpiexec-backstop"
 xf=$res/xfail.keys
 : >"$xf"
 if [ -n "$xfail" ]; then
@@ -240,7 +244,7 @@ classify() { # classify RAW.tap OUT.tap DIRNAME
 # --- run ------------------------------------------------------------------------------------
 summary=$res/summary.txt
 {
-    echo "== MPICH test suite: $mpiexec, variant $variant${venv[*]:+ (${venv[*]})}, maxnp $maxnp, timeout ${timeout}s, lists $lists, $(date -u '+%F %T UTC')"
+    echo "== MPICH test suite: ${runexec:-$mpiexec}, variant $variant${venv[*]:+ (${venv[*]})}, maxnp $maxnp, timeout ${timeout}s, lists $lists, $(date -u '+%F %T UTC')"
     [ -n "$xfail" ] && echo "   expected failures: $xfail"
     # an MPI reinstalled during a run makes its results a mix: say which library was tested
     for lib in "$prefix"/lib/libmpi.so.12 "$prefix"/lib/x86_64-linux-gnu/libmpich.so.12; do
@@ -284,7 +288,7 @@ for d in "${dirs[@]}"; do
     # stdin from /dev/null: hydra forwards stdin, and the backstop's timeout runs mpiexec in the
     # background process group (a terminal would stop it)
     (cd "$bdir" && env "${venv[@]}" MPITEST_TIMEOUT="$timeout" MPITEST_STOPTEST="$res/.stoptest" \
-        ./runtests -srcdir="$src" -tests="$lists" -testdirs="$d" -mpiexec="$bdir/mpiexec-backstop" \
+        ./runtests -srcdir="$src" -tests="$lists" -testdirs="$d" -mpiexec="$res/mpiexec-backstop" \
         -maxnp="$maxnp" -showprogress -tapfile="$res/$base.raw.tap" -junitfile="$res/$base.junit.xml") \
         </dev/null >"$res/$base.log" 2>&1
     end=$(date +%s)

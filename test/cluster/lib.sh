@@ -10,6 +10,7 @@
 #                            summary and returns 1 on any other transport
 CLUSTER=$TOP/test/cluster
 VC=$CLUSTER/vcluster
+MPIEXEC=$CLUSTER/mpiexec-vc # mpitest_job's jobs start on node1 and span VC_HOSTFILE's nodes
 export VCLUSTER=${VCLUSTER:-$(basename "$0" .t | tr -cd 'a-z0-9' | cut -c1-12)}
 
 vc_require() {
