@@ -8,8 +8,12 @@
 #    with PSP_SHM=0, with MPICH's inter-node paths (MPIR_CVAR_NOLOCAL=1 NUM_CLIQUES=2) and,
 #    where the ucp plugin is usable, over ucp alone (UCX's tcp, UCX's shared memory, and UCX's
 #    shared memory with PSP_UCP_TAG=0); and a fast subset of MPICH's own test suite in the
-#    default, tcp and (with ucp) ucp variants.
-# Every test job runs under a timeout; nothing here needs root or the network.
+#    default, tcp and (with ucp) ucp variants;
+#  - as root, across the nodes of a simulated cluster (test/cluster: Linux namespaces joined
+#    by bridges): the MPI tests on several layouts, MSA, node failures, MPICH's quick subset,
+#    and Slurm where it is installed (maint/install-deps.sh --slurm). Skipped otherwise.
+# Every test job runs under a timeout; nothing here uses the network beyond loopback and the
+# simulated cluster's own namespaces.
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top"
@@ -86,6 +90,8 @@ if [ -x "$top/install/bin/mpiexec" ]; then
     else
         echo "== MPICH test suite skipped: no MPICH source tree in _build (maint/get-mpich.sh)"
     fi
+    echo "== MPI across the nodes of a simulated cluster (test/cluster; root only)"
+    PSMPI_PREFIX="$top/install" prove test/cluster/ || status=1
 else
     echo "== MPI tests skipped: no install/bin/mpiexec (maint/build.sh builds and installs it)"
 fi
