@@ -1,7 +1,10 @@
 #!/bin/sh
 # Install the Debian 12 packages needed to build and test psmpi (MPICH 4.0.2 + ch4:pscom).
 # Run as root. Packages already present are left alone, so running it again is cheap.
-# Usage: maint/install-deps.sh
+# Usage: maint/install-deps.sh [--slurm]
+#   --slurm   also Slurm and munge (test/cluster/slurm, test/cluster/slurm.t: a real Slurm on the
+#             simulated cluster) and PMIx (libpmix-dev: Slurm's srun --mpi=pmix needs its
+#             library, an MPICH configured --with-pmix its headers)
 #   (--fortran is still accepted and does nothing: gfortran is always installed now, since the
 #   Fortran bindings are built by default)
 set -eu
@@ -20,9 +23,14 @@ PKGS="$PKGS environment-modules"
 # build: UCX headers and libraries for libpscom's ucp transport plugin (libpscom4ucp.so);
 # src/pscom/Makefile skips the plugin when they are missing
 PKGS="$PKGS libucx-dev"
+# test only: test/cluster's simulated nodes are joined with ip (bridges, veth pairs); their
+# tests skip without it
+PKGS="$PKGS iproute2"
 for arg in "$@"; do
     case $arg in
     --fortran) ;; # compatibility: gfortran is in PKGS anyway
+    # test only: test/cluster/slurm.t skips without them
+    --slurm) PKGS="$PKGS slurm-wlm munge libpmix-dev" ;;
     *) echo "install-deps: unknown argument '$arg'" >&2; exit 1 ;;
     esac
 done
