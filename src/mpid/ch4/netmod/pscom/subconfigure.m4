@@ -25,13 +25,6 @@ AM_COND_IF([BUILD_CH4_NETMOD_PSCOM],[
     AC_MSG_NOTICE([RUNNING CONFIGURE FOR ch4:pscom])
     dnl --with-pscom=DIR (DIR/include/pscom.h, DIR/lib/libpscom.so); adds -lpscom
     PAC_CHECK_HEADER_LIB_FATAL([pscom],[pscom.h],[pscom],[pscom_init])
-    AC_ARG_ENABLE([pscom-am-only],
-        [AS_HELP_STRING([--enable-pscom-am-only],
-            [carry MPI point-to-point over MPIDIG active messages instead of native pscom matching (debugging)])],
-        [],[enable_pscom_am_only=no])
-    if test "$enable_pscom_am_only" = "yes" ; then
-        AC_DEFINE(MPIDI_PSCOM_AM_ONLY,1,[pscom netmod sends pt2pt as active messages])
-    fi
 ])dnl end AM_COND_IF(BUILD_CH4_NETMOD_PSCOM,...)
 ])dnl end _BODY
 
