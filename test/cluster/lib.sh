@@ -20,8 +20,12 @@ vc_require() {
     elif ! command -v unshare >/dev/null || ! command -v nsenter >/dev/null ||
         ! command -v ip >/dev/null; then
         why="needs unshare, nsenter (util-linux) and ip (iproute2)"
-    elif ! unshare --net --uts --ipc --mount true 2>/dev/null; then
-        why="this machine does not allow new namespaces"
+    elif ! unshare --net --uts --ipc --mount --propagation private sh -c \
+        'ip link add vcprobe0 type veth peer name vcprobe1 && ip link add vcprobe2 type bridge &&
+         mount -t tmpfs tmpfs /dev/shm && mount -t sysfs sysfs /sys' >/dev/null 2>&1; then
+        # what a node needs, tried in a namespace that vanishes with the probe (a container
+        # may allow namespaces but not veth pairs or mounts)
+        why="this machine does not allow namespaces with veth pairs, bridges and mounts"
     fi
     if [ -n "$why" ]; then
         echo "1..0 # SKIP the simulated cluster $why"
