@@ -6,7 +6,9 @@
 # all away again. Skips without the modulefile or without environment-modules.
 #   PSMPI_MODULEPATH  where psmpi/VERSION is (default: PREFIX/share/modulefiles), e.g. one that
 #                     maint/gen-modulefile.sh wrote for an installation made before it existed
-#   MODULES_INIT      Environment Modules' init script (default /usr/share/modules/init/sh)
+#   MODULES_INIT      the module system's init script (default Environment Modules'
+#                     /usr/share/modules/init/sh; maint/check.sh also runs it with Lmod's
+#                     /usr/share/lmod/lmod/init/sh)
 . "$(dirname "$0")/mpitest.sh"
 MODULES_INIT=${MODULES_INIT:-/usr/share/modules/init/sh}
 moddir=${PSMPI_MODULEPATH:-$PREFIX/share/modulefiles}
