@@ -52,7 +52,8 @@ if [ -x "$top/install/bin/mpiexec" ]; then
     fi
     echo "== MPI tests (install/, test/mpi)"
     PSMPI_PREFIX="$top/install" prove test/mpi/ || status=1
-    # the modulefile once more with Lmod, the other module system sites use
+    # the modulefile with Lmod, the other module system sites use, where it is installed
+    # (Debian's lmod and environment-modules exclude each other: modulefile.t above then skips)
     if [ -r /usr/share/lmod/lmod/init/sh ]; then
         echo "== the environment module with Lmod (test/mpi/modulefile.t)"
         PSMPI_PREFIX="$top/install" MODULES_INIT=/usr/share/lmod/lmod/init/sh \

@@ -20,8 +20,6 @@ PKGS="$PKGS libmpich-dev"
 # test only: test/mpi/modulefile.t loads the environment module that make install writes
 # (share/modulefiles/psmpi/VERSION) with Environment Modules; it skips when this is missing
 PKGS="$PKGS environment-modules"
-# test only: maint/check.sh loads the same modulefile with Lmod too (skipped without it)
-PKGS="$PKGS lmod"
 # build: UCX headers and libraries for libpscom's ucp transport plugin (libpscom4ucp.so);
 # src/pscom/Makefile skips the plugin when they are missing
 PKGS="$PKGS libucx-dev"
