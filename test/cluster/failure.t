@@ -8,13 +8,12 @@
 #  - a rank stopped for 15 s (SIGSTOP, SIGCONT): the job completes correctly;
 #  - mpiexec killed with SIGTERM (exit 143) and with SIGKILL: no rank is left on any node.
 # After every case no process of the job may be left on any node 5 s after mpiexec ended.
+NP=4
 . "$(dirname "$0")/../mpi/mpitest.sh"
 . "$TOP/test/cluster/lib.sh"
-vc_require
 vc_up 4
+vc_build busy
 vc_hosts node1:1 node2:1 node3:1 node4:1
-mpitest_build_with "$MPICC" busy ../cluster/busy.c -O2 -Wall -Wextra || mpitest_done
-NP=4
 
 rank_pid() { # NODE [COMM]: pid of the busy rank (or of COMM) on NODE
     for p in $("$VC" ps "$1"); do

@@ -5,7 +5,6 @@
 # any job opened is checked: shm within a node, the expected transport between nodes.
 . "$(dirname "$0")/../mpi/mpitest.sh"
 . "$TOP/test/cluster/lib.sh"
-vc_require
 vc_up 4
 
 TESTS=${VC_TESTS:-ring pt2pt coll rma datatype spawn connect}

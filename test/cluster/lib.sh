@@ -1,7 +1,9 @@
 # Shared by the test/cluster/*.t scripts (bash, sourced after test/mpi/mpitest.sh): a simulated
 # cluster for the test (vcluster), jobs started on it (mpiexec-vc), and the transport check.
 #
-#   vc_require               skip the whole test unless root, namespaces and an MPI are there
+#   vc_require               skip the whole test unless root and namespaces are there (run
+#                            when this file is sourced)
+#   vc_build NAME            build test/cluster/NAME.c with the installed mpicc, else fail
 #   vc_up N [--nets SPEC]    a cluster of its own for this test (VCLUSTER=<test name>),
 #                            removed when the test exits however it exits
 #   vc_hosts node1:2 ...     write a hydra hostfile, set VC_HOSTFILE
@@ -73,3 +75,9 @@ vc_contype() {
             exit (bad > 0 || n == 0)
         }'
 }
+
+vc_build() {
+    mpitest_build_with "$MPICC" "$1" "../cluster/$1.c" -O2 -Wall -Wextra || mpitest_done
+}
+
+vc_require

@@ -3,7 +3,6 @@
 # x 2 slots (tests with more ranks wrap around the nodes): one TAP line per test directory.
 . "$(dirname "$0")/../mpi/mpitest.sh"
 . "$TOP/test/cluster/lib.sh"
-vc_require
 if [ ! -x "${MPICH_SRC:-$TOP/_build/mpich-4.0.2}/test/mpi/configure" ]; then
     echo "1..0 # SKIP no MPICH source tree in _build (maint/get-mpich.sh)"
     exit 0

@@ -6,13 +6,12 @@
 # talk across modules, one message per module but the root's for Bcast and Reduce, and with
 # 2 modules 2 per call for Allreduce and Barrier (each leader sends once). Flat collectives
 # (PSP_MSA_AWARE_COLLOPS=0) send more across modules.
+LOOPS=50
 . "$(dirname "$0")/../mpi/mpitest.sh"
 . "$TOP/test/cluster/lib.sh"
-vc_require
 vc_up 4
 vc_hosts node1:2 node2:2 node3:2 node4:2
-mpitest_build_with "$MPICC" msa_count ../cluster/msa_count.c -O2 -Wall -Wextra || mpitest_done
-LOOPS=50
+vc_build msa_count
 
 # the module of a node, from VC_MODULES="node1=0 node2=0 ...", then the program
 cat >"$MPITEST_TMP/on-module" <<'SH'

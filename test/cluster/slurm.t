@@ -11,7 +11,6 @@
 . "$(dirname "$0")/../mpi/mpitest.sh"
 export VCLUSTER=slurmt # not test/cluster/slurm's default (slurm): a user may have that one up
 . "$TOP/test/cluster/lib.sh"
-vc_require
 for c in munged mungekey slurmctld slurmd srun salloc sinfo squeue scontrol; do
     command -v $c >/dev/null ||
         { echo "1..0 # SKIP $c is missing (maint/install-deps.sh --slurm)"; exit 0; }

@@ -4,7 +4,6 @@
 # the host's interfaces untouched; `down` leaves nothing; `up` cleans up after a killed run.
 . "$(dirname "$0")/../mpi/mpitest.sh"
 . "$TOP/test/cluster/lib.sh"
-vc_require
 
 host_links() { ip -o link | awk -F': ' '{ print $2 }' | sort | tr '\n' ' '; }
 holders() { pgrep -f "^psmpi-vcluster-$VCLUSTER-" | tr '\n' ' '; }
