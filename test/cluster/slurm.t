@@ -31,20 +31,11 @@ tap ok "slurm start 2: munged, slurmctld, 2 slurmd, both nodes idle after $(sinc
 
 in_node1() { "$VC" exec node1 "$@"; }
 
-# NAME CMD...: run CMD in node1 under a timeout, stdin closed, output in $job.out and $job.err;
-# sets job_rc, job_time (0.1 s), job_secs and job_left (as mpitest_job does)
+# NAME CMD...: mpitest_job with CMD run in node1, the login node
 sjob() {
-    job=$MPITEST_TMP/$1
+    local name=$1 MPIEXEC=$VC
     shift
-    local tag=$$.${job##*/} t
-    t=$(date +%s.%N)
-    MPITEST_JOB=$tag MPIEXEC_TIMEOUT=$TIMEOUT timeout -k 5 $((TIMEOUT + 15)) \
-        "$VC" exec node1 "$@" </dev/null >"$job.out" 2>"$job.err"
-    job_rc=$?
-    job_time=$(since "$t")
-    # shellcheck disable=SC2034 # mpitest_merge prints it
-    job_secs=$job_time
-    mpitest_wait_gone "$tag"
+    mpitest_job "$name" - exec node1 "$@"
 }
 
 # NAME: the Slurm job's final state (squeue keeps ended jobs for MinJobAge)

@@ -95,7 +95,7 @@ mpitest_leftovers() { # TAG: pids of processes that still carry MPITEST_JOB=TAG
 
 # JOB NP [MPIEXEC ARGS...] PROGRAM [ARGS...]: run one job under both timeouts, stdin closed.
 # NP "-" adds no -n: the arguments are the whole mpiexec line (MPMD blocks with ":" and -env).
-# Output in $job.out (stdout: rank 0's TAP) and $job.err; sets job_rc, job_secs, job_left
+# Output in $job.out (stdout: rank 0's TAP) and $job.err; sets job_rc, job_secs, job_time, job_left
 # (processes still there 5 s after mpiexec returned; they are killed).
 mpitest_job() {
     job=$MPITEST_TMP/$1
@@ -103,11 +103,13 @@ mpitest_job() {
     shift 2
     [ "$mpitest_np" = - ] || set -- -n "$mpitest_np" "$@"
     mpitest_tag=$$.${job##*/} # job names are unique in a .t; jobs may run side by side
-    mpitest_t0=$(date +%s)
+    mpitest_t0=$(date +%s%N)
     MPITEST_JOB=$mpitest_tag MPIEXEC_TIMEOUT=$TIMEOUT timeout -k 5 $((TIMEOUT + 15)) \
         "$MPIEXEC" "$@" </dev/null >"$job.out" 2>"$job.err"
     job_rc=$?
-    job_secs=$(($(date +%s) - mpitest_t0))
+    # whole seconds (job_secs) for comparisons, tenths (job_time) for reports
+    job_time=$(awk -v a="$mpitest_t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+    job_secs=${job_time%.*}
     mpitest_wait_gone "$mpitest_tag"
 }
 
