@@ -20,6 +20,7 @@ pscom_con_t *pscom_con_create(pscom_sock_t *sock)
     con->pub.userdata = sock->con_userdata_size ? (void *)(con + 1) : NULL;
     con->rndv_threshold = SIZE_MAX;
     con->next_rndv_id = 1;
+    list_init(&con->kick_link);
     list_init(&con->sendq);
     list_init(&con->held_sends);
     list_init(&con->recvq);
@@ -230,11 +231,12 @@ void pscom_con_established(pscom_con_t *con, const pscom_plugin_t *plugin, int f
     con->pub.transport = plugin->name;
     con->pub.state = PSCOM_CON_STATE_RW;
     pscom_stats.cons_opened++;
+    const char *via = con->via[0] ? con->via : plugin->name;
     if (pscom_config.debug_contype)
         pscom_log(0, "CONNECT %s to %s from %s pid %d via %s", con->sock->pub.local_name,
-                  con->log_name, pscom_global.hostname, (int)pscom_global.pid, plugin->name);
+                  con->log_name, pscom_global.hostname, (int)pscom_global.pid, via);
     else
-        PSCOM_LOG(3, "connected to %s via %s", con->log_name, plugin->name);
+        PSCOM_LOG(3, "connected to %s via %s", con->log_name, via);
     if (con->accepted_new && con->sock->pub.ops.con_accept) {
         con->accepted_new = 0;
         con->sock->pub.ops.con_accept(&con->pub);
@@ -250,6 +252,11 @@ void pscom_con_set_transport(pscom_con_t *con, const pscom_con_ops_t *ops, void 
 {
     con->ops = ops;
     con->tdata = data;
+}
+
+void pscom_con_set_via(pscom_con_t *con, const char *via)
+{
+    snprintf(con->via, sizeof(con->via), "%s", via ? via : "");
 }
 
 void *pscom_con_transport_data(pscom_con_t *con)
@@ -320,7 +327,8 @@ void pscom_con_transport_failed(pscom_con_t *con, pscom_op_t op, pscom_err_t err
     }
     if (con->pub.state >= PSCOM_CON_STATE_CLOSED)
         return;
-    pscom_log(1, "connection to %s via %s lost: %s", con->log_name, con->pub.transport, why);
+    pscom_log(1, "connection to %s via %s lost: %s", con->log_name,
+              con->via[0] ? con->via : con->pub.transport, why);
     pscom_con_fail(con, op, err);
 }
 
@@ -332,6 +340,7 @@ void pscom_con_free(pscom_con_t *con)
     pscom_con_fail_requests(con, PSCOM_ERR_EOF);
     pscom_con_drop_generated(con);
     free(con->rs.hbuf);
+    list_del(&con->kick_link);
     list_del(&con->next);
     con->magic = 0;
     free(con);

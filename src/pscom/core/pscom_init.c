@@ -41,8 +41,9 @@ static const pscom_env_row_t core_env[] = {
      "only); PSP_<ARCH>_RENDEZVOUS overrides it per transport. Empty: transport defaults.",
      PSCOM_ENV_SIZE_OPT, &pscom_config.rendezvous, 0, 0},
     {"PSP_NETWORK", "",
-     "Network (a.b.c.d or a.b.c.d/bits) whose interface address goes into "
-     "endpoint strings. Empty: the first non-loopback interface.",
+     "Network (a.b.c.d or a.b.c.d/bits) whose interface address goes into endpoint strings; "
+     "several, comma-separated, in order of preference. Empty: the first non-loopback "
+     "interface.",
      PSCOM_ENV_STR, &pscom_config.network, 0, 0},
     {"PSP_PLUGINDIR", "", "Directory searched first for libpscom4<name>.so plugins.", PSCOM_ENV_STR,
      &pscom_config.plugindir, 0, 0},
@@ -132,45 +133,52 @@ static int parse_network(const char *s, uint32_t *net, uint32_t *mask, int *have
     return 0;
 }
 
+/* PSP_NETWORK: networks "a.b.c.d[/bits]" separated by commas, in order of preference (a job
+   whose nodes sit on different networks, joined by gateways, names all of them) */
 static void choose_ip(void)
 {
     struct ifaddrs *ifs = NULL, *i;
-    uint32_t net = 0, mask = 0;
-    int have_mask = 0, want_net = 0;
+    uint32_t net[8], mask[8];
+    int have_mask[8], n_net = 0;
     pscom_global.ip = htonl(INADDR_LOOPBACK);
     if (pscom_config.network && *pscom_config.network) {
-        if (parse_network(pscom_config.network, &net, &mask, &have_mask) == 0)
-            want_net = 1;
-        else
-            pscom_log(1,
-                      "warning: PSP_NETWORK='%s' is not a.b.c.d or a.b.c.d/bits; using the "
-                      "default interface",
+        char list[256], *save = NULL;
+        snprintf(list, sizeof(list), "%s", pscom_config.network);
+        for (char *w = strtok_r(list, ",", &save); w && n_net < 8; w = strtok_r(NULL, ",", &save)) {
+            if (parse_network(w, &net[n_net], &mask[n_net], &have_mask[n_net]) == 0) {
+                n_net++;
+                continue;
+            }
+            pscom_log(1, "warning: PSP_NETWORK: '%s' is not a.b.c.d or a.b.c.d/bits; ignored", w);
+        }
+        if (!n_net)
+            pscom_log(1, "warning: PSP_NETWORK='%s' names no network; using the default interface",
                       pscom_config.network);
     }
     if (getifaddrs(&ifs) != 0)
         return;
     int found = 0;
-    for (i = ifs; i; i = i->ifa_next) {
-        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
-            continue;
-        uint32_t a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
-        if (want_net) {
-            uint32_t m = have_mask ? mask
-                                   : (i->ifa_netmask
-                                          ? ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr
-                                          : 0xffffffffu);
-            if ((a & m) == (net & m)) {
-                pscom_global.ip = a;
-                found = 1;
-                break;
+    for (int k = 0; k < (n_net ? n_net : 1) && !found; k++) {
+        for (i = ifs; i; i = i->ifa_next) {
+            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
+                continue;
+            uint32_t a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+            if (n_net) {
+                uint32_t m = have_mask[k] ? mask[k]
+                             : i->ifa_netmask
+                                 ? ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr
+                                 : 0xffffffffu;
+                if ((a & m) != (net[k] & m))
+                    continue;
+            } else if (i->ifa_flags & IFF_LOOPBACK) {
+                continue;
             }
-        } else if (!(i->ifa_flags & IFF_LOOPBACK)) {
             pscom_global.ip = a;
             found = 1;
             break;
         }
     }
-    if (want_net && !found)
+    if (n_net && !found)
         pscom_log(1, "warning: PSP_NETWORK='%s' matches no interface; using 127.0.0.1",
                   pscom_config.network);
     freeifaddrs(ifs);
@@ -253,8 +261,17 @@ PSCOM_API void pscom_cleanup(void)
         return;
     }
     pscom_global.initialized = 0; /* closes below are bounded by the exit timeout */
-    while (!list_empty(&pscom_global.sockets))
-        pscom_sock_close(list_entry(pscom_global.sockets.next, pscom_sock_t, next));
+    /* sockets that serve a plugin (the gateway's carriers) last: the others' connections may
+       still send their last messages through them */
+    for (int serving = 0; serving < 2; serving++) {
+        list_head_t *p, *n;
+        list_for_each_safe(p, n, &pscom_global.sockets)
+        {
+            pscom_sock_t *sock = list_entry(p, pscom_sock_t, next);
+            if (!sock->serves[0] == !serving)
+                pscom_sock_close(sock);
+        }
+    }
     if (pscom_config.debug_stats)
         print_stats();
     pscom_plugins_destroy();

@@ -50,13 +50,27 @@ static void req_fail(pscom_req_t *req, int canceled)
 /* transports call back into core (completions, user callbacks that send again): the outer
    call keeps writing, nested ones only queue. The library lock serialises all callers. */
 static int write_depth;
+/* connections kicked while another one wrote (a transport that sends through other pscom
+   connections, like gw): the outer call starts them when it is done */
+static list_head_t kick_later = LIST_HEAD_INIT(kick_later);
 
 static void kick_write(pscom_con_t *con)
 {
-    if (write_depth || con->closed || !con->ops)
+    if (con->closed || !con->ops)
         return;
+    if (write_depth) {
+        if (list_empty(&con->kick_link))
+            list_add_tail(&con->kick_link, &kick_later);
+        return;
+    }
     write_depth++;
     con->ops->write_start(con);
+    while (!list_empty(&kick_later)) {
+        pscom_con_t *c = list_entry(kick_later.next, pscom_con_t, kick_link);
+        list_del(&c->kick_link);
+        if (!c->closed && c->ops && c->pub.state == PSCOM_CON_STATE_RW)
+            c->ops->write_start(c);
+    }
     write_depth--;
 }
 

@@ -31,7 +31,7 @@ static const pscom_plugin_t *const builtin[] = {&pscom_plugin_loop, &pscom_plugi
 static const struct {
     const char *name;
     int priority;
-} loadable[] = {{"ucp", 50}, {"gw", 40}};
+} loadable[] = {{"ucp", 50}};
 
 #define MAX_PLUGINS 8
 
@@ -339,6 +339,16 @@ const pscom_plugin_t *pscom_plugin_tag_transport(char *why, size_t whylen)
         return NULL;
     }
     return only->tag->usable(why, whylen) ? only : NULL;
+}
+
+const pscom_plugin_t *pscom_plugin_relay(int index)
+{
+    for (int i = 0; i < n_order; i++) {
+        plugin_slot_t *s = &slots[order[i]];
+        if (s->available && !s->deferred && s->plugin->con_relay && index-- == 0)
+            return s->plugin;
+    }
+    return NULL;
 }
 
 int pscom_plugin_index(const char *name)

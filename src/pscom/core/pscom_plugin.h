@@ -23,12 +23,12 @@
 #include "pscom.h"
 #include "pscom_list.h" /* list_head_t and its inline operations, for plugins' lists too */
 
-/* 0x010a: pscom_cma_write; 0x0109: dump (con and plugin, for PSP_SIGQUIT), flushed; 0x0108:
+/* 0x010b: con_relay, pscom_relay_accept, pscom_con_set_via; 0x010a: pscom_cma_write; 0x0109: dump (con and plugin, for PSP_SIGQUIT), flushed; 0x0108:
    pscom_tag_ops_t.enable gets the socket's flags, recv the socket; 0x0107: tag matching
    (pscom_tag_ops_t, pscom_con_tag_on, pscom_con_set_tag_ep); 0x0106: node_oversubscribed; 0x0105:
    header_user_xlen, read_feed_user, write_user_now; 0x0104: con_default_rendezvous; 0x0103:
    con_closing; 0x0102: write_now; 0x0101: held sends, cma */
-#define PSCOM_PLUGIN_API_VERSION 0x010a
+#define PSCOM_PLUGIN_API_VERSION 0x010b
 #define PSCOM_HS_BLOB_MAX        512 /* largest handshake blob of one plugin */
 
 #define likely(x)   __builtin_expect(!!(x), 1)
@@ -174,6 +174,14 @@ typedef struct pscom_plugin {
     /* Optional: the plugin's process-wide state for the SIGQUIT dump (as con_ops_t.dump), in
        lines starting with two spaces. */
     void (*dump)(FILE *out);
+    /* Optional, a transport that relays connections through another process (the gateway):
+       core asks it before connecting to the peer's listener at addr ("ip:port"), with
+       unreachable 0, and again with 1 when a direct attempt found the peer's network
+       unreachable. Return a connected stream fd that carries the handshake to the peer (the
+       plugin forwards its bytes; the peer's side hands its end to pscom_relay_accept), or -1:
+       not through this plugin. Such a handshake negotiates only this plugin, and a plugin with
+       con_relay is never offered on a direct one. */
+    int (*con_relay)(pscom_con_t *con, const char *addr, int unreachable);
 } pscom_plugin_t;
 
 /* ---- what core offers plugins ---- */
@@ -206,6 +214,14 @@ PSCOM_PLUGIN_API int pscom_con_tag_on(pscom_con_t *con);
 /* From con_start on, a transport with tag matching: its handle for tag->send to this peer; NULL
    when the connection closes. */
 PSCOM_PLUGIN_API void pscom_con_set_tag_ep(pscom_con_t *con, void *ep);
+/* The peer side of a relayed handshake (con_relay): fd carries it, for the socket listening at
+   listen_addr ("ip:port"); from (e.g. "gateway 10.0.0.5:7000") names the relay in log lines.
+   0, or -1 when no socket of this process listens there (fd is then not taken). */
+PSCOM_PLUGIN_API int pscom_relay_accept(const pscom_plugin_t *plugin, const char *listen_addr,
+                                        int fd, const char *from);
+/* From con_start: how the connection goes, for log lines ("gw 10.0.0.5:7000"; default: the
+   transport's name). */
+PSCOM_PLUGIN_API void pscom_con_set_via(pscom_con_t *con, const char *via);
 /* Identity of the peer, known from the handshake. */
 PSCOM_PLUGIN_API int pscom_con_peer_pid(pscom_con_t *con);
 PSCOM_PLUGIN_API int pscom_con_peer_same_node(pscom_con_t *con);

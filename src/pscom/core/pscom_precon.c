@@ -12,6 +12,11 @@
  * Two peers that connect to each other at once: the connection started by the peer whose
  * listen address sorts lower wins; the other side drops its own attempt (REJECT DUP) and
  * waits for the winner's.
+ *
+ * A HELLO may ask for a service (a plugin's name, pscom_socket_set_service): the handshake then
+ * moves to the socket that serves it in this process (pscom_socket_serve), or is refused. A
+ * handshake may also run over a stream a relaying plugin gives (con_relay, pscom_relay_accept)
+ * instead of a TCP connection to the peer's listener; it then negotiates only that plugin.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,6 +30,7 @@
 #define PAYLOAD_MAX   (PSCOM_HS_BLOB_MAX + 32)
 #define REJECT_DUP    1
 #define REJECT_BADVER 2
+#define REJECT_NOSERVICE 3
 
 enum frame_type {
     F_HELLO = 1,
@@ -51,6 +57,7 @@ typedef struct hello {
     int32_t pid;
     uint32_t reserved;
     uint64_t node_id;
+    char service[16]; /* "" or the service of the peer's process this connection is for */
 } hello_t;
 
 typedef struct arch_req {
@@ -76,6 +83,7 @@ struct precon {
     enum pre_state state;
     int plugin_idx;               /* connector: plugin being negotiated */
     const pscom_plugin_t *plugin; /* plugin with state to release on failure */
+    const pscom_plugin_t *relay;  /* the handshake runs over this plugin's relay (con_relay) */
     uint64_t deadline_ms;
     char peer_str[64];
     size_t ilen;
@@ -150,6 +158,16 @@ static void fill_hello(pscom_sock_t *sock, hello_t *h)
     snprintf(h->host, sizeof(h->host), "%s", pscom_global.hostname);
     h->pid = pscom_global.pid;
     h->node_id = pscom_global.node_id;
+    snprintf(h->service, sizeof(h->service), "%s", sock->service);
+}
+
+/* May plugin p carry this handshake's connection? A relayed handshake takes only its relay,
+   and a relaying plugin only the handshakes it relays. */
+static int plugin_fits(const precon_t *pre, const pscom_plugin_t *p)
+{
+    if (pre->relay || p->con_relay)
+        return p == pre->relay;
+    return 1;
 }
 
 static void take_identity(pscom_con_t *con, const hello_t *h)
@@ -211,7 +229,7 @@ static void offer_next_plugin(precon_t *pre)
     pscom_con_t *con = pre->con;
     for (; pre->plugin_idx < pscom_plugin_count(); pre->plugin_idx++) {
         const pscom_plugin_t *p = pscom_plugin_get(pre->plugin_idx);
-        if (!p || (con->sock->tag_plugin && p != con->sock->tag_plugin))
+        if (!p || (con->sock->tag_plugin && p != con->sock->tag_plugin) || !plugin_fits(pre, p))
             continue; /* tag matching in a transport: it carries every connection */
         unsigned char buf[PAYLOAD_MAX];
         arch_req_t *req = (arch_req_t *)buf;
@@ -249,8 +267,11 @@ static void connector_frame(precon_t *pre, int type, const unsigned char *payloa
             return;
         }
         if (type != F_HELLO_ACK || len != sizeof(hello_t)) {
+            int noservice = type == F_REJECT && len >= 1 && payload[0] == REJECT_NOSERVICE;
             fail_outgoing(pre, PSCOM_ERR_PROTOCOL,
-                          type == F_REJECT ? "rejected by the peer" : "bad handshake reply");
+                          noservice           ? "the peer's process offers no such service"
+                          : type == F_REJECT ? "rejected by the peer"
+                                             : "bad handshake reply");
             return;
         }
         take_identity(con, (const hello_t *)payload);
@@ -290,11 +311,42 @@ static void connector_frame(precon_t *pre, int type, const unsigned char *payloa
     }
 }
 
+/* A relaying plugin's stream to the peer at addr, or -1 (con_relay) */
+static int relay_fd(pscom_con_t *con, const char *addr, int unreachable,
+                    const pscom_plugin_t **relay)
+{
+    const pscom_plugin_t *p;
+    for (int i = 0; (p = pscom_plugin_relay(i)); i++) {
+        int fd = p->con_relay(con, addr, unreachable);
+        if (fd >= 0) {
+            *relay = p;
+            return fd;
+        }
+    }
+    return -1;
+}
+
+static int is_unreachable(int err)
+{
+    return err == ENETUNREACH || err == EHOSTUNREACH;
+}
+
 precon_t *pscom_precon_connect(pscom_con_t *con)
 {
     char addr[PSCOM_EP_STR_MAX];
+    const pscom_plugin_t *relay = NULL;
     snprintf(addr, sizeof(addr), "%s", con->peer_addr);
-    int fd = socket_fd_connect(addr);
+    /* never relay to ourselves: that is loop's */
+    int fd = pscom_sock_by_addr(addr) ? -1 : relay_fd(con, addr, 0, &relay);
+    if (fd < 0) {
+        fd = socket_fd_connect(addr);
+        if (fd < 0 && is_unreachable(errno)) {
+            int e = errno;
+            fd = relay_fd(con, addr, 1, &relay);
+            if (fd < 0)
+                errno = e;
+        }
+    }
     if (fd < 0) {
         pscom_log(1, "connect to %s failed: %s", con->log_name, strerror(errno));
         return NULL;
@@ -305,6 +357,7 @@ precon_t *pscom_precon_connect(pscom_con_t *con)
         return NULL;
     }
     pre->con = con;
+    pre->relay = relay;
     pre->state = C_CONNECTING;
     snprintf(pre->peer_str, sizeof(pre->peer_str), "%s", addr);
     pscom_ufd_mod(&pre->ufd, EPOLLOUT | EPOLLIN);
@@ -312,11 +365,30 @@ precon_t *pscom_precon_connect(pscom_con_t *con)
     return pre;
 }
 
+/* The direct connection found the peer's network unreachable: a relay may still reach it */
+static int retry_via_relay(precon_t *pre)
+{
+    const pscom_plugin_t *relay = NULL;
+    int fd = relay_fd(pre->con, pre->peer_str, 1, &relay);
+    if (fd < 0)
+        return -1;
+    pscom_ufd_del(&pre->ufd);
+    close(pre->fd);
+    pre->fd = fd;
+    pre->relay = relay;
+    pre->ufd.fd = fd;
+    pre->ufd.events = EPOLLOUT | EPOLLIN;
+    pscom_ufd_add(&pre->ufd);
+    return 0;
+}
+
 static void connector_connected(precon_t *pre)
 {
     int err = 0;
     socklen_t len = sizeof(err);
     getsockopt(pre->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err && !pre->relay && is_unreachable(err) && retry_via_relay(pre) == 0)
+        return;
     if (err) {
         fail_outgoing(pre, err == ECONNREFUSED ? PSCOM_ERR_CONNECTION_REFUSED : PSCOM_ERR_IOERROR,
                       strerror(err));
@@ -334,16 +406,31 @@ static void connector_connected(precon_t *pre)
 
 /* ---- acceptor side ---- */
 
-void pscom_precon_accept(pscom_sock_t *sock, int fd)
+precon_t *pscom_precon_accept(pscom_sock_t *sock, int fd)
 {
     precon_t *pre = precon_new(sock, fd);
     if (!pre) {
         close(fd);
-        return;
+        return NULL;
     }
     pre->state = A_WAIT_HELLO;
     socket_fd_peer_str(fd, pre->peer_str, sizeof(pre->peer_str));
     list_add_tail(&pre->link, &sock->precons);
+    return pre;
+}
+
+int pscom_relay_accept(const pscom_plugin_t *plugin, const char *listen_addr, int fd,
+                       const char *from)
+{
+    pscom_sock_t *sock = pscom_sock_by_addr(listen_addr);
+    if (!sock)
+        return -1;
+    precon_t *pre = pscom_precon_accept(sock, fd);
+    if (pre) {
+        pre->relay = plugin;
+        snprintf(pre->peer_str, sizeof(pre->peer_str), "%s", from);
+    }
+    return 0;
 }
 
 /* Which connection object does an incoming HELLO belong to? NULL: reject as duplicate. */
@@ -395,6 +482,22 @@ static void acceptor_frame(precon_t *pre, int type, const unsigned char *payload
         hello_t h;
         memcpy(&h, payload, sizeof(h));
         h.addr[sizeof(h.addr) - 1] = h.name[sizeof(h.name) - 1] = h.host[sizeof(h.host) - 1] = 0;
+        h.service[sizeof(h.service) - 1] = 0;
+        if (h.service[0]) {
+            /* for a plugin of this process, not for the socket that listens here */
+            pscom_sock_t *serving = pscom_sock_serving(h.service);
+            if (!serving || pre->relay) {
+                unsigned char r = REJECT_NOSERVICE;
+                char why[64];
+                send_frame(pre, F_REJECT, &r, 1);
+                snprintf(why, sizeof(why), "asks for service '%s', not offered here", h.service);
+                drop_incoming(pre, why);
+                return;
+            }
+            list_del(&pre->link);
+            pre->sock = serving;
+            list_add_tail(&pre->link, &serving->precons);
+        }
         pscom_con_t *con = bind_incoming(pre, &h);
         if (!con) {
             unsigned char r = REJECT_DUP;
@@ -430,7 +533,7 @@ static void acceptor_frame(precon_t *pre, int type, const unsigned char *payload
         int idx = pscom_plugin_index(req->name);
         const pscom_plugin_t *p = idx >= 0 ? pscom_plugin_get(idx) : NULL;
         const pscom_plugin_t *only = pre->con->sock->tag_plugin;
-        if (only && p != only)
+        if ((only && p != only) || (p && !plugin_fits(pre, p)))
             p = NULL; /* tag matching in a transport: it carries every connection */
         unsigned char reply[PAYLOAD_MAX];
         size_t rlen = 0;

@@ -14,7 +14,7 @@
 
 /* ---- wire format ---- */
 
-#define PSCOM_WIRE_VERSION 0x52 /* in every message header and in the handshake */
+#define PSCOM_WIRE_VERSION 0x53 /* in every message header and in the handshake */
 
 enum pscom_msgtype {
     MSGTYPE_USER = PSCOM_MSGTYPE_USER,
@@ -128,6 +128,7 @@ struct pscom_con {
     pscom_connection_t pub;
     pscom_sock_t *sock;
     list_head_t next; /* in sock->cons */
+    list_head_t kick_link; /* in pscom_io.c's kick_later while queued there */
     uint32_t magic;
     unsigned int eof_received : 1, eof_sent : 1, error_reported : 1, closed : 1, user_closed : 1,
         accepted_new : 1;
@@ -161,6 +162,7 @@ struct pscom_con {
     recv_state_t rs;
 
     precon_t *precon;                           /* our outgoing handshake, while connecting */
+    char via[80];                               /* pscom_con_set_via: the route, for log lines */
     void *tag_ep;                               /* pscom_con_set_tag_ep */
     struct tag_wait *tag_wait, **tag_wait_tail; /* tagged sends waiting for the connection */
 };
@@ -188,6 +190,9 @@ struct pscom_sock {
     char addr[PSCOM_EP_STR_MAX]; /* "ip:port": identity for the tie-break */
     size_t con_userdata_size;
     const pscom_plugin_t *tag_plugin; /* matches this socket's tagged messages (pscom_tag.c) */
+    uint32_t bind_ip;    /* pscom_listen_addr's address (network order); 0: every interface */
+    char service[16];    /* pscom_socket_set_service: what its connections ask the peer for */
+    char serves[16];     /* pscom_socket_serve: the service whose incoming connections it takes */
 };
 
 static inline pscom_sock_t *get_sock(pscom_socket_t *pub)
@@ -275,6 +280,7 @@ const pscom_plugin_t *pscom_plugin_get(int index); /* usable plugins in selectio
 size_t pscom_plugin_rendezvous(const pscom_plugin_t *plugin);
 int pscom_plugin_rendezvous_user_set(const pscom_plugin_t *plugin);
 int pscom_plugin_index(const char *name);
+const pscom_plugin_t *pscom_plugin_relay(int index); /* loaded plugins with con_relay, in order */
 
 /* pscom_reactor.c */
 void pscom_reactor_init(void);
@@ -287,6 +293,8 @@ void pscom_reactor_wake_blocker(void);
 
 /* pscom_sock.c */
 void pscom_sock_close(pscom_sock_t *sock);
+pscom_sock_t *pscom_sock_serving(const char *service); /* pscom_socket_serve's socket, or NULL */
+pscom_sock_t *pscom_sock_by_addr(const char *addr);    /* the socket listening at "ip:port" */
 
 /* pscom_con.c */
 pscom_con_t *pscom_con_create(pscom_sock_t *sock);
@@ -302,12 +310,13 @@ int pscom_ep_addr(const char *ep, char *addr, size_t addrlen, char *name, size_t
 
 /* pscom_sockutil.c */
 int socket_fd_listen(int portno);
+int socket_fd_listen_at(uint32_t ip, int portno); /* ip in network order */
 int socket_fd_connect(const char *addr);
 void socket_fd_peer_str(int fd, char *buf, size_t len);
 void socket_fd_watch_peer(int fd);
 
 /* pscom_precon.c: the handshake on a fresh TCP connection */
-void pscom_precon_accept(pscom_sock_t *sock, int fd);
+precon_t *pscom_precon_accept(pscom_sock_t *sock, int fd);
 precon_t *pscom_precon_connect(pscom_con_t *con);
 void pscom_precon_destroy(precon_t *pre);
 void pscom_precon_dump(const precon_t *pre, FILE *out); /* PSP_SIGQUIT */

@@ -38,7 +38,7 @@ static void update_ep(pscom_sock_t *sock)
         return;
     }
     char ip[INET_ADDRSTRLEN];
-    struct in_addr a = {.s_addr = (in_addr_t)pscom_global.ip};
+    struct in_addr a = {.s_addr = sock->bind_ip ? sock->bind_ip : (in_addr_t)pscom_global.ip};
     inet_ntop(AF_INET, &a, ip, sizeof(ip));
     snprintf(sock->addr, sizeof(sock->addr), "%s:%d", ip, sock->pub.listen_portno);
     snprintf(sock->ep, sizeof(sock->ep), "%s@%s", sock->addr, sock->pub.local_name);
@@ -77,32 +77,106 @@ static void listen_handler(pscom_ufd_t *ufd, uint32_t revents)
     }
 }
 
-PSCOM_API pscom_err_t pscom_listen(pscom_socket_t *socket, int portno)
+static pscom_err_t listen_at(pscom_sock_t *sock, uint32_t ip, int portno)
 {
-    pscom_sock_t *sock = get_sock(socket);
-    pscom_lock();
-    if (sock->listen_fd >= 0) {
-        pscom_unlock();
+    if (sock->listen_fd >= 0)
         return PSCOM_ERR_ALREADY;
-    }
-    int fd = socket_fd_listen(portno);
-    if (fd < 0) {
-        int e = errno;
-        pscom_unlock();
-        errno = e;
+    int fd = ip ? socket_fd_listen_at(ip, portno) : socket_fd_listen(portno);
+    if (fd < 0)
         return PSCOM_ERR_STDERROR;
-    }
     struct sockaddr_in sa;
     socklen_t len = sizeof(sa);
     getsockname(fd, (struct sockaddr *)&sa, &len);
     sock->listen_fd = fd;
-    socket->listen_portno = ntohs(sa.sin_port);
+    sock->bind_ip = ip;
+    sock->pub.listen_portno = ntohs(sa.sin_port);
     sock->listen_ufd =
         (pscom_ufd_t){.fd = fd, .events = EPOLLIN, .handler = listen_handler, .priv = sock};
     pscom_ufd_add(&sock->listen_ufd);
     update_ep(sock);
-    pscom_unlock();
     return PSCOM_SUCCESS;
+}
+
+PSCOM_API pscom_err_t pscom_listen(pscom_socket_t *socket, int portno)
+{
+    pscom_lock();
+    pscom_err_t ret = listen_at(get_sock(socket), 0, portno);
+    int e = errno;
+    pscom_unlock();
+    errno = e;
+    return ret;
+}
+
+PSCOM_API pscom_err_t pscom_listen_addr(pscom_socket_t *socket, const char *addr)
+{
+    char ip[64], name[8];
+    struct in_addr a;
+    /* "ip:port" as in an endpoint string; port 0 is any */
+    if (!addr || pscom_ep_addr(addr, ip, sizeof(ip), name, sizeof(name)) != 0) {
+        if (addr && strchr(addr, ':') && !strcmp(strrchr(addr, ':'), ":0")) {
+            snprintf(ip, sizeof(ip), "%s", addr);
+        } else {
+            pscom_log(1, "pscom_listen_addr: '%s' is not ip:port", addr ? addr : "(null)");
+            return PSCOM_ERR_INVALID;
+        }
+    }
+    char *colon = strrchr(ip, ':');
+    int port = atoi(colon + 1);
+    *colon = '\0';
+    if (inet_pton(AF_INET, ip, &a) != 1 || a.s_addr == 0)
+        return PSCOM_ERR_INVALID;
+    pscom_lock();
+    pscom_err_t ret = listen_at(get_sock(socket), a.s_addr, port ? port : -1);
+    int e = errno;
+    pscom_unlock();
+    errno = e;
+    return ret;
+}
+
+static void set_word(char *dst, size_t size, const char *src)
+{
+    size_t i = 0;
+    for (; src && src[i] && i < size - 1; i++)
+        dst[i] = src[i];
+    dst[i] = '\0';
+}
+
+PSCOM_API void pscom_socket_set_service(pscom_socket_t *socket, const char *service)
+{
+    pscom_lock();
+    set_word(get_sock(socket)->service, sizeof(get_sock(socket)->service), service);
+    pscom_unlock();
+}
+
+PSCOM_API void pscom_socket_serve(pscom_socket_t *socket, const char *service)
+{
+    pscom_lock();
+    set_word(get_sock(socket)->serves, sizeof(get_sock(socket)->serves), service);
+    pscom_unlock();
+}
+
+pscom_sock_t *pscom_sock_serving(const char *service)
+{
+    list_head_t *p;
+    list_for_each(p, &pscom_global.sockets)
+    {
+        pscom_sock_t *sock = list_entry(p, pscom_sock_t, next);
+        if (sock->serves[0] && !strcmp(sock->serves, service))
+            return sock;
+    }
+    return NULL;
+}
+
+pscom_sock_t *pscom_sock_by_addr(const char *addr)
+{
+    list_head_t *p;
+    list_for_each(p, &pscom_global.sockets)
+    {
+        pscom_sock_t *sock = list_entry(p, pscom_sock_t, next);
+        if (sock->addr[0] && !strcmp(sock->addr, addr))
+            return sock;
+    }
+    return NULL;
 }
 
 static void stop_listen(pscom_sock_t *sock)

@@ -11,12 +11,17 @@
 
 int socket_fd_listen(int portno)
 {
+    return socket_fd_listen_at(htonl(INADDR_ANY), portno);
+}
+
+int socket_fd_listen_at(uint32_t ip, int portno)
+{
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = ip};
     sa.sin_port = htons(portno < 0 ? 0 : (uint16_t)portno);
     if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4096) < 0) {
         int e = errno;

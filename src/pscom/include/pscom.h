@@ -29,7 +29,7 @@ extern "C" {
 /* API version: major << 8 | minor. pscom_init() refuses a different major or a newer minor. */
 #define PSCOM_VERSION_MAJOR 1
 #define PSCOM_VERSION_MINOR                                                                        \
-    4 /* 4: PSCOM_ENV_SIZE_OPT, pscom_env_get; 3: PSCOM_TAG_DONE_INLINE; 2: tag matching in the    \
+    5 /* 5: pscom_listen_addr, pscom_socket_set_service, pscom_socket_serve; 4: PSCOM_ENV_SIZE_OPT, pscom_env_get; 3: PSCOM_TAG_DONE_INLINE; 2: tag matching in the    \
          transport; 1: pscom_set_oversubscribed */
 #define PSCOM_VERSION ((PSCOM_VERSION_MAJOR << 8) | PSCOM_VERSION_MINOR)
 
@@ -166,6 +166,16 @@ pscom_socket_t *pscom_open_socket(size_t userdata_size, size_t con_userdata_size
 void pscom_socket_set_name(pscom_socket_t *socket, const char *name);
 /* Listen on a TCP port (PSCOM_ANYPORT: any). Needed before others can connect to us. */
 pscom_err_t pscom_listen(pscom_socket_t *socket, int portno);
+/* Listen on one local address "ip:port" (port 0: any) instead of on every interface; the
+   endpoint string then carries that address (a daemon on a node with two networks). */
+pscom_err_t pscom_listen_addr(pscom_socket_t *socket, const char *addr);
+/* The connections this socket opens ask the peer's process for a service (a transport plugin's
+   name, e.g. "gw") instead of the socket they reach: how a gateway daemon reaches the gateway
+   plugin of a rank through the rank's own listener. */
+void pscom_socket_set_service(pscom_socket_t *socket, const char *service);
+/* This socket takes the incoming connections that ask for service, whichever listener of this
+   process they reach; connections asking for a service nobody serves are refused. */
+void pscom_socket_serve(pscom_socket_t *socket, const char *service);
 /* Stop accepting new connections; established ones stay. */
 void pscom_stop_listen(pscom_socket_t *socket);
 /*
