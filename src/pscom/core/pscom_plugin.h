@@ -23,11 +23,12 @@
 #include "pscom.h"
 #include "pscom_list.h" /* list_head_t and its inline operations, for plugins' lists too */
 
-/* 0x010b: con_relay, pscom_relay_accept, pscom_con_set_via; 0x010a: pscom_cma_write; 0x0109: dump (con and plugin, for PSP_SIGQUIT), flushed; 0x0108:
-   pscom_tag_ops_t.enable gets the socket's flags, recv the socket; 0x0107: tag matching
-   (pscom_tag_ops_t, pscom_con_tag_on, pscom_con_set_tag_ep); 0x0106: node_oversubscribed; 0x0105:
-   header_user_xlen, read_feed_user, write_user_now; 0x0104: con_default_rendezvous; 0x0103:
-   con_closing; 0x0102: write_now; 0x0101: held sends, cma */
+/* 0x010b: con_relay, pscom_relay_accept, pscom_con_set_via, pscom_hmac.h (SHA-256, HMAC, random
+   bytes, key files); 0x010a: pscom_cma_write; 0x0109: dump (con and plugin, for PSP_SIGQUIT),
+   flushed; 0x0108: pscom_tag_ops_t.enable gets the socket's flags, recv the socket; 0x0107: tag
+   matching (pscom_tag_ops_t, pscom_con_tag_on, pscom_con_set_tag_ep); 0x0106:
+   node_oversubscribed; 0x0105: header_user_xlen, read_feed_user, write_user_now; 0x0104:
+   con_default_rendezvous; 0x0103: con_closing; 0x0102: write_now; 0x0101: held sends, cma */
 #define PSCOM_PLUGIN_API_VERSION 0x010b
 #define PSCOM_HS_BLOB_MAX        512 /* largest handshake blob of one plugin */
 
@@ -99,7 +100,12 @@ typedef struct pscom_con pscom_con_t;
 typedef struct pscom_req pscom_req_t; /* opaque to plugins */
 
 /* exported so that dlopen'ed plugins (libpscom4<name>.so) can call back into core */
+#ifndef PSCOM_PLUGIN_API /* pscom_hmac.h defines it the same way */
 #define PSCOM_PLUGIN_API __attribute__((visibility("default")))
+#endif
+
+/* SHA-256, HMAC-SHA-256, random bytes and key files (challenge-response authentication) */
+#include "pscom_hmac.h"
 
 /* Per-connection data path of a transport (set in con_start). */
 typedef struct pscom_con_ops {
