@@ -289,9 +289,12 @@ static gcar_t *car_to(const char *target, int key)
     return c;
 }
 
+static char my_eps[LISTEN_MAX * 64]; /* our listen addresses, for the ranks' log lines */
+
 static void send_open(fwd_t *f)
 {
     f->open_sent = 1;
+    snprintf(f->open.gateway, sizeof(f->open.gateway), "%s", my_eps);
     send_msg(f->car[1], GW_OPEN, 0, 0, f->id, &f->open, sizeof(f->open));
 }
 
@@ -629,6 +632,7 @@ static int worker(int ready_fd)
         snprintf(eps + strlen(eps), sizeof(eps) - strlen(eps), "%s%.*s", i ? "," : "",
                  (int)strcspn(ep, "@"), ep);
     }
+    snprintf(my_eps, sizeof(my_eps), "%s", eps);
     out_sock = pscom_open_socket(0, sizeof(gcar_t *));
     pscom_socket_set_name(out_sock, "psgwd");
     pscom_socket_set_service(out_sock, GW_SERVICE);

@@ -55,6 +55,7 @@ typedef struct carrier {
     char name[GW_ADDR_MAX + 16];
     char role;     /* our end: 'C' we connected, 'A' psgwd connected to us */
     int authed;    /* the gateway proved the key */
+    int named;     /* an accepted carrier's addr is the gateway's (from its first OPEN) */
     int failed;
     uint8_t nonce[GW_NONCE_LEN]; /* our challenge */
     uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
@@ -418,6 +419,13 @@ static void on_open(carrier_t *c, const gw_msg_t *h, const void *data, size_t le
         return;
     memcpy(&o, data, sizeof(o));
     o.target[sizeof(o.target) - 1] = o.origin[sizeof(o.origin) - 1] = '\0';
+    o.gateway[sizeof(o.gateway) - 1] = '\0';
+    char gw[GW_ADDR_MAX];
+    if (c->role == 'A' && !c->named && gw_route_local_addr(o.gateway, gw, sizeof(gw))) {
+        c->named = 1; /* psgwd connected to us: now we know its address on our network */
+        snprintf(c->addr, sizeof(c->addr), "%s", gw);
+        snprintf(c->name, sizeof(c->name), "gateway %s", gw);
+    }
     tunnel_t *t = tunnel_new(c);
     int sv[2];
     if (!t || socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) {

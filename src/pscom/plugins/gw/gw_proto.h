@@ -69,6 +69,7 @@ typedef struct gw_msg {
 typedef struct gw_open {
     char target[64]; /* "ip:port" of the socket the tunnel goes to */
     char origin[96]; /* who opens it, for log lines: "r0000003 on node1 pid 123" */
+    char gateway[128]; /* psgwd's addresses ("ip:port,ip:port"; filled by psgwd) */
 } gw_open_t;
 
 /* The response to a challenge: HMAC-SHA-256(key, "pscom-gw" role nonce) */

@@ -269,3 +269,19 @@ const char *gw_route_pick(const char *peer_ip, int unreachable, char *out, size_
     snprintf(out, outlen, "%s", local_addr(r));
     return out;
 }
+
+const char *gw_route_local_addr(const char *list, char *out, size_t outlen)
+{
+    route_t r;
+    char buf[256], *save = NULL;
+    memset(&r, 0, sizeof(r));
+    snprintf(buf, sizeof(buf), "%s", list);
+    for (char *a = strtok_r(buf, ",", &save); a && r.n_addr < ADDRS_MAX;
+         a = strtok_r(NULL, ",", &save))
+        if (valid_addr(a))
+            snprintf(r.addr[r.n_addr++], GW_ADDR_MAX, "%s", a);
+    if (!r.n_addr)
+        return NULL;
+    snprintf(out, outlen, "%s", local_addr(&r));
+    return out;
+}

@@ -21,4 +21,7 @@ int gw_routes_count(void);
    addresses, the one on a network of this node. NULL: no gateway for this peer. */
 const char *gw_route_pick(const char *peer_ip, int unreachable, char *out, size_t outlen);
 
+/* Of a gateway's addresses ("ip:port,ip:port"), the one on a network of this node */
+const char *gw_route_local_addr(const char *list, char *out, size_t outlen);
+
 #endif
