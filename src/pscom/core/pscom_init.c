@@ -202,13 +202,11 @@ static void print_stats(void)
     pscom_log(0, "stats: rendezvous sent %llu received %llu single-copy %llu software %llu",
               (unsigned long long)s->rndv_sent, (unsigned long long)s->rndv_recv,
               (unsigned long long)s->rndv_pull, (unsigned long long)s->rndv_sw_fallback);
-    pscom_log(0,
-              "stats: connections opened %llu failed %llu garbage %llu, blocked waits %llu, "
-              "shm ring full %llu doorbells %llu, tcp short writes %llu",
+    char plugins[512];
+    pscom_plugin_counters(plugins, sizeof(plugins));
+    pscom_log(0, "stats: connections opened %llu failed %llu garbage %llu, blocked waits %llu%s",
               (unsigned long long)s->cons_opened, (unsigned long long)s->cons_failed,
-              (unsigned long long)s->garbage_cons, (unsigned long long)s->progress_blocks,
-              (unsigned long long)s->shm_ring_full, (unsigned long long)s->shm_doorbells,
-              (unsigned long long)s->tcp_short_writes);
+              (unsigned long long)s->garbage_cons, (unsigned long long)s->progress_blocks, plugins);
 }
 
 static pscom_err_t init_common(int version, int threaded)
@@ -400,13 +398,15 @@ PSCOM_API void pscom_dump_info(FILE *out)
     }
     pscom_plugin_dump(out);
     pscom_stats_t *s = &pscom_stats;
+    char plugins[512];
+    pscom_plugin_counters(plugins, sizeof(plugins));
     fprintf(out,
             "counters: sent %llu/%llu B, recv %llu/%llu B, unexpected %llu, rndv %llu/%llu, "
-            "pull %llu, sw %llu, cons %llu failed %llu, blocks %llu\n",
+            "pull %llu, sw %llu, cons %llu failed %llu, blocks %llu%s\n",
             (unsigned long long)s->msgs_sent, (unsigned long long)s->bytes_sent,
             (unsigned long long)s->msgs_recv, (unsigned long long)s->bytes_recv,
             (unsigned long long)s->eager_unexpected, (unsigned long long)s->rndv_sent,
             (unsigned long long)s->rndv_recv, (unsigned long long)s->rndv_pull,
             (unsigned long long)s->rndv_sw_fallback, (unsigned long long)s->cons_opened,
-            (unsigned long long)s->cons_failed, (unsigned long long)s->progress_blocks);
+            (unsigned long long)s->cons_failed, (unsigned long long)s->progress_blocks, plugins);
 }

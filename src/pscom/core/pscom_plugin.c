@@ -1,13 +1,16 @@
 /*
- * Plugin registry: built-in transports plus libpscom4<name>.so loaded with dlopen from
- * PSP_PLUGINDIR, then the directory libpscom itself was loaded from. Each plugin gets two
- * generated configuration rows, PSP_<NAME> (0 = off, N = user priority) and
- * PSP_<NAME>_RENDEZVOUS, next to its own rows.
+ * Plugin registry. Every plugin registers itself (PSCOM_PLUGIN_DEFINE, a constructor): the
+ * built-in ones when libpscom is loaded, a loadable one (libpscom4<name>.so in PSP_PLUGINDIR,
+ * then the directory libpscom itself was loaded from) when core dlopens it. Core knows no
+ * plugin by name. Each plugin gets two generated configuration rows, PSP_<NAME> (0 = off, N =
+ * user priority) and PSP_<NAME>_RENDEZVOUS, next to its own rows.
  *
- * The transports of `loadable` are loaded and initialised when a connection first asks for
- * them (in priority order), not at pscom_init: a job whose peers all take shm never loads UCX
- * (6.7 MiB of resident memory per process, and its start-up time). Their rows (PSP_UCP_*) are
- * known from then on; pscom_plugin_info (pscom_info) loads them all first.
+ * A library whose libpscom4<name>.conf (the plugin directory's plugin.conf, installed next to
+ * it) says load=first-use and gives its priority is loaded and initialised when a connection
+ * first asks for it (in priority order), not at pscom_init: a job whose peers all take shm
+ * never loads UCX (6.7 MiB of resident memory per process, and its start-up time). Its rows
+ * (PSP_UCP_*) are known from then on; pscom_plugin_info (pscom_info) loads them all first. A
+ * library without a .conf, or with load=init, is loaded at pscom_init.
  */
 #include <ctype.h>
 #include <dlfcn.h>
@@ -19,28 +22,15 @@
 #include <unistd.h>
 #include "pscom_priv.h"
 
-extern const pscom_plugin_t pscom_plugin_loop;
-extern const pscom_plugin_t pscom_plugin_shm;
-extern const pscom_plugin_t pscom_plugin_tcp;
-
-static const pscom_plugin_t *const builtin[] = {&pscom_plugin_loop, &pscom_plugin_shm,
-                                                &pscom_plugin_tcp};
-/* transports that live in their own library, with the priority they declare: always listed
-   (pscom_info says why one is missing), loaded on first use. Any other libpscom4<name>.so
-   found in the plugin directories is added and loaded at init (its priority is not known). */
-static const struct {
-    const char *name;
-    int priority;
-} loadable[] = {{"ucp", 50}};
-
-#define MAX_PLUGINS 8
+#define MAX_PLUGINS 16
 
 typedef struct plugin_slot {
     char name[16];
     const pscom_plugin_t *plugin; /* NULL if not loaded */
     void *dl;
-    int priority; /* the plugin's, or loadable[]'s before it is loaded */
+    int priority; /* the plugin's, or its .conf's before it is loaded */
     int deferred; /* listed as usable, loaded and initialised on first use */
+    int refused;  /* registered with another plugin API version */
     int user_prio;
     size_t rendezvous;
     int available;
@@ -53,6 +43,8 @@ static plugin_slot_t slots[MAX_PLUGINS];
 static int n_slots;
 static int order[MAX_PLUGINS]; /* usable plugins, best first */
 static int n_order;
+static int initialized;        /* pscom_plugins_init ran: slots hold registered rows now */
+static plugin_slot_t *loading; /* the slot whose library is being dlopen'ed */
 
 static plugin_slot_t *slot_by_name(const char *name)
 {
@@ -60,6 +52,53 @@ static plugin_slot_t *slot_by_name(const char *name)
         if (!strcmp(slots[i].name, name))
             return &slots[i];
     return NULL;
+}
+
+/* higher priority first, then by name: the order does not depend on the order of linking */
+static int slot_before(int prio_a, const char *name_a, int prio_b, const char *name_b)
+{
+    return prio_a != prio_b ? prio_a > prio_b : strcmp(name_a, name_b) < 0;
+}
+
+void pscom_plugin_register(const pscom_plugin_t *p)
+{
+    /* name and api_version are where every version of the descriptor has them */
+    if (!p || !p->name || !p->name[0] || strlen(p->name) >= sizeof(slots[0].name))
+        return;
+    int refused = p->api_version != PSCOM_PLUGIN_API_VERSION;
+    plugin_slot_t *s;
+    if (loading) {
+        /* a library registers the plugin it was loaded for, nothing else */
+        if (strcmp(p->name, loading->name) != 0)
+            return; /* try_load then says that no plugin registered */
+        s = loading;
+    } else if (initialized) {
+        /* loaded behind core's back: rows and selection order are made */
+        PSCOM_LOG(1, "plugin %s registered after pscom_init: ignored", p->name);
+        return;
+    } else {
+        /* a constructor at load time (libpscom's, or a plugin library linked into the
+           program): before any rows point into slots[], so they may move */
+        if (slot_by_name(p->name) || n_slots == MAX_PLUGINS)
+            return;
+        int prio = refused ? 0 : p->priority, at = n_slots;
+        while (at > 0 && !slot_before(slots[at - 1].priority, slots[at - 1].name, prio, p->name))
+            at--;
+        memmove(&slots[at + 1], &slots[at], (size_t)(n_slots - at) * sizeof(slots[0]));
+        n_slots++;
+        s = &slots[at];
+        memset(s, 0, sizeof(*s));
+        snprintf(s->name, sizeof(s->name), "%s", p->name);
+        s->priority = prio;
+        snprintf(s->status, sizeof(s->status), "built in");
+    }
+    if (refused) {
+        s->refused = 1;
+        snprintf(s->status, sizeof(s->status), "refused: plugin API version 0x%04x, core's 0x%04x",
+                 p->api_version, PSCOM_PLUGIN_API_VERSION);
+        return;
+    }
+    s->plugin = p;
 }
 
 void pscom_plugin_set_status(const char *name, const char *fmt, ...)
@@ -117,13 +156,16 @@ static const char *self_dir(void)
 static void try_load(plugin_slot_t *s)
 {
     const char *dirs[2] = {pscom_config.plugindir, self_dir()};
-    char path[4200], sym[64], tried[160] = "";
-    snprintf(sym, sizeof(sym), "pscom_plugin_%s", s->name);
+    char path[4200], tried[160] = "";
     for (int i = 0; i < 2; i++) {
         if (!dirs[i] || !*dirs[i])
             continue;
         snprintf(path, sizeof(path), "%s/libpscom4%s.so", dirs[i], s->name);
+        /* its constructor registers the plugin into s (pscom_plugin_register) */
+        s->refused = 0;
+        loading = s;
         void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        loading = NULL;
         if (!dl) {
             const char *err = dlerror();
             /* a library that exists but does not load says why (e.g. libucp missing: that
@@ -132,25 +174,72 @@ static void try_load(plugin_slot_t *s)
                 snprintf(tried, sizeof(tried), "%s", err);
             continue;
         }
-        const pscom_plugin_t *p = dlsym(dl, sym);
-        if (!p || p->api_version != PSCOM_PLUGIN_API_VERSION) {
-            snprintf(tried, sizeof(tried), "%s: %s", path,
-                     p ? "plugin API version mismatch" : "no plugin symbol");
+        if (!s->plugin) {
+            if (s->refused)
+                snprintf(tried, sizeof(tried), "%s: %s", path, s->status);
+            else
+                snprintf(tried, sizeof(tried), "%s: no plugin %s registered", path, s->name);
             dlclose(dl);
             continue;
         }
-        s->plugin = p;
         s->dl = dl;
         snprintf(s->status, sizeof(s->status), "loaded from %s", path);
         return;
     }
-    snprintf(s->status, sizeof(s->status), "%s",
-             tried[0] ? tried : "not installed (libpscom4<name>.so not found)");
-    if (!tried[0])
+    if (tried[0])
+        snprintf(s->status, sizeof(s->status), "%s", tried);
+    else
         snprintf(s->status, sizeof(s->status), "not installed (libpscom4%s.so not found)", s->name);
 }
 
-/* libpscom4<name>.so files in the plugin directories that are not listed yet */
+/* libpscom4<name>.conf next to the library (its plugin directory's plugin.conf): lines
+   name=<name>, priority=<n>, load=first-use|init. Waiting for the first use needs the
+   priority: it places the plugin in the selection order before it is loaded. */
+static void read_conf(const char *so, plugin_slot_t *s)
+{
+    char path[4200], line[256], name[16] = "", load[16] = "";
+    int prio = 0, have_prio = 0;
+    snprintf(path, sizeof(path), "%.*s.conf", (int)(strlen(so) - strlen(".so")), so);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return; /* loaded at init: its priority is known only then */
+    while (fgets(line, sizeof(line), f)) {
+        char *key = line, *end = line + strlen(line);
+        while (end > key && isspace((unsigned char)end[-1]))
+            *--end = '\0';
+        while (isspace((unsigned char)*key))
+            key++;
+        char *val = strchr(key, '=');
+        if (*key == '#' || !val)
+            continue;
+        *val++ = '\0';
+        if (!strcmp(key, "name")) {
+            snprintf(name, sizeof(name), "%s", val);
+        } else if (!strcmp(key, "load")) {
+            snprintf(load, sizeof(load), "%s", val);
+        } else if (!strcmp(key, "priority")) {
+            char *e;
+            long v = strtol(val, &e, 10);
+            have_prio = e != val && !*e && v >= 0 && v <= 1000;
+            prio = have_prio ? (int)v : 0;
+        } /* other keys: for a later core */
+    }
+    fclose(f);
+    if (name[0] && strcmp(name, s->name) != 0) {
+        PSCOM_LOG(1, "%s: name=%s, but the library is libpscom4%s.so: loaded at init", path, name,
+                  s->name);
+        return;
+    }
+    if (have_prio)
+        s->priority = prio; /* compared with the plugin's when it is loaded */
+    if (!strcmp(load, "first-use") && have_prio)
+        s->deferred = 1;
+    else if (load[0] && (strcmp(load, "init") != 0 || !have_prio))
+        PSCOM_LOG(1, "%s: load=%s%s: loaded at init", path, load,
+                  have_prio ? "" : " without a priority");
+}
+
+/* libpscom4<name>.so files in the plugin directories whose plugin has not registered yet */
 static void add_found_plugins(void)
 {
     const char *dirs[2] = {pscom_config.plugindir, self_dir()};
@@ -174,8 +263,11 @@ static void add_found_plugins(void)
             int ok = 1;
             for (size_t k = 0; k < len; k++)
                 ok &= isalnum((unsigned char)name[k]) != 0;
-            if (ok && !slot_by_name(name))
-                snprintf(slots[n_slots++].name, sizeof(slots[0].name), "%s", name);
+            if (!ok || slot_by_name(name))
+                continue;
+            plugin_slot_t *s = &slots[n_slots++];
+            snprintf(s->name, sizeof(s->name), "%s", name);
+            read_conf(gl.gl_pathv[i], s);
         }
         globfree(&gl);
     }
@@ -187,11 +279,12 @@ static void sort_order(void)
     for (int i = 0; i < n_slots; i++)
         if (slots[i].available)
             order[n_order++] = i;
-    for (int i = 1; i < n_order; i++) /* insertion sort: user prio, then built-in prio */
+    for (int i = 1; i < n_order; i++) /* insertion sort: user prio, built-in prio, name */
         for (int j = i; j > 0; j--) {
             plugin_slot_t *a = &slots[order[j - 1]], *b = &slots[order[j]];
-            if (a->user_prio > b->user_prio ||
-                (a->user_prio == b->user_prio && a->priority >= b->priority))
+            if (a->user_prio != b->user_prio
+                    ? a->user_prio > b->user_prio
+                    : !slot_before(b->priority, b->name, a->priority, a->name))
                 break;
             int t = order[j - 1];
             order[j - 1] = order[j];
@@ -221,36 +314,11 @@ static void activate(plugin_slot_t *s)
     s->available = !s->plugin->init || s->plugin->init() == 0;
 }
 
-/* a loadable transport's library in one of the plugin directories? */
-static int library_found(const char *name)
-{
-    const char *dirs[2] = {pscom_config.plugindir, self_dir()};
-    char path[4200];
-    for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof(path), "%s/libpscom4%s.so", dirs[i] ? dirs[i] : "", name);
-        if (dirs[i] && *dirs[i] && access(path, R_OK) == 0)
-            return 1;
-    }
-    return 0;
-}
-
 void pscom_plugins_init(void)
 {
-    if (n_slots)
+    if (initialized)
         return;
-    for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++) {
-        plugin_slot_t *s = &slots[n_slots++];
-        snprintf(s->name, sizeof(s->name), "%s", builtin[i]->name);
-        s->plugin = builtin[i];
-        s->priority = builtin[i]->priority;
-        snprintf(s->status, sizeof(s->status), "built in");
-    }
-    for (size_t i = 0; i < sizeof(loadable) / sizeof(loadable[0]); i++) {
-        plugin_slot_t *s = &slots[n_slots++];
-        snprintf(s->name, sizeof(s->name), "%s", loadable[i].name);
-        s->priority = loadable[i].priority;
-        s->deferred = 1;
-    }
+    initialized = 1;
     add_found_plugins();
     for (int i = 0; i < n_slots; i++) {
         plugin_slot_t *s = &slots[i];
@@ -260,7 +328,11 @@ void pscom_plugins_init(void)
                      "%sdisabled by %s=0", s->status[0] ? "; " : "", s->var_prio);
             continue;
         }
-        if (s->deferred && library_found(s->name)) {
+        if (s->refused) {
+            s->available = 0;
+            continue;
+        }
+        if (s->deferred) {
             s->available = 1; /* until its load or init fails */
             snprintf(s->status, sizeof(s->status), "loaded on first use");
             continue;
@@ -297,6 +369,23 @@ void pscom_plugin_dump(FILE *out)
         }
 }
 
+/* ", shm ring full 0 doorbells 15, tcp short writes 0": the loaded plugins' own counters
+   after core's (PSP_DEBUG_STATS, and the SIGQUIT dump: no allocation) */
+void pscom_plugin_counters(char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n_slots && n < len; i++) {
+        const pscom_plugin_t *p = slots[i].plugin;
+        if (!p || !p->counters || !p->counters[0].name)
+            continue;
+        n += (size_t)snprintf(buf + n, len - n, ", %s", p->name);
+        for (const pscom_counter_t *c = p->counters; c->name && n < len; c++)
+            n += (size_t)snprintf(buf + n, len - n, " %s %llu", c->name,
+                                  (unsigned long long)*c->value);
+    }
+}
+
 int pscom_plugin_count(void)
 {
     return n_order;
@@ -321,7 +410,7 @@ const pscom_plugin_t *pscom_plugin_tag_transport(char *why, size_t whylen)
     const pscom_plugin_t *only = NULL;
     for (int i = 0; i < n_order; i++) {
         const pscom_plugin_t *p = pscom_plugin_get(i);
-        if (!p || p == &pscom_plugin_loop)
+        if (!p || (p->flags & PSCOM_PLUGIN_SELF))
             continue; /* not the user's choice of transport: the process's own loopback */
         if (only) {
             snprintf(why, whylen, "transports %s and %s are enabled (only one may be)", only->name,

@@ -23,12 +23,13 @@
 #include "pscom.h"
 #include "pscom_list.h" /* list_head_t and its inline operations, for plugins' lists too */
 
-/* 0x010b: con_relay, pscom_relay_accept, pscom_con_set_via, pscom_hmac.h (SHA-256, HMAC, random
-   bytes, key files); 0x010a: pscom_cma_write; 0x0109: dump (con and plugin, for PSP_SIGQUIT),
-   flushed; 0x0108: pscom_tag_ops_t.enable gets the socket's flags, recv the socket; 0x0107: tag
-   matching (pscom_tag_ops_t, pscom_con_tag_on, pscom_con_set_tag_ep); 0x0106:
-   node_oversubscribed; 0x0105: header_user_xlen, read_feed_user, write_user_now; 0x0104:
-   con_default_rendezvous; 0x0103: con_closing; 0x0102: write_now; 0x0101: held sends, cma */
+/* 0x010b: plugins register themselves (PSCOM_PLUGIN_DEFINE), counters, flags, con_relay,
+   pscom_relay_accept, pscom_con_set_via, pscom_hmac.h (SHA-256, HMAC, random bytes, key files);
+   0x010a: pscom_cma_write; 0x0109: dump (con and plugin, for PSP_SIGQUIT), flushed; 0x0108:
+   pscom_tag_ops_t.enable gets the socket's flags, recv the socket; 0x0107: tag matching
+   (pscom_tag_ops_t, pscom_con_tag_on, pscom_con_set_tag_ep); 0x0106: node_oversubscribed; 0x0105:
+   header_user_xlen, read_feed_user, write_user_now; 0x0104: con_default_rendezvous; 0x0103:
+   con_closing; 0x0102: write_now; 0x0101: held sends, cma */
 #define PSCOM_PLUGIN_API_VERSION 0x010b
 #define PSCOM_HS_BLOB_MAX        512 /* largest handshake blob of one plugin */
 
@@ -154,7 +155,19 @@ typedef struct pscom_tag_ops {
     void (*cancel)(void *op);
 } pscom_tag_ops_t;
 
+/* A plugin's own counter, printed by PSP_DEBUG_STATS and PSP_SIGQUIT after core's as
+   "<plugin> <name> <value>". */
+typedef struct pscom_counter {
+    const char *name;
+    uint64_t *value;
+} pscom_counter_t;
+
+/* pscom_plugin_t.flags */
+#define PSCOM_PLUGIN_SELF 0x1 /* connects a process only to itself (loop): not a user's choice */
+
 typedef struct pscom_plugin {
+    /* name and api_version stay the first two fields: core reads them from a plugin built
+       against another version to refuse it */
     const char *name;           /* "shm": also the PSP_SHM, PSP_SHM_RENDEZVOUS variable names */
     unsigned int api_version;   /* PSCOM_PLUGIN_API_VERSION */
     int priority;               /* built-in priority, higher first */
@@ -188,7 +201,22 @@ typedef struct pscom_plugin {
        not through this plugin. Such a handshake negotiates only this plugin, and a plugin with
        con_relay is never offered on a direct one. */
     int (*con_relay)(pscom_con_t *con, const char *addr, int unreachable);
+    const pscom_counter_t *counters; /* optional, terminated by {NULL, NULL} */
+    unsigned int flags;              /* PSCOM_PLUGIN_SELF */
 } pscom_plugin_t;
+
+/* Called by PSCOM_PLUGIN_DEFINE: a built-in plugin registers when libpscom is loaded, a
+   loadable one when core dlopens its libpscom4<name>.so. Selection order follows priority,
+   not the order of registration. A plugin of another PSCOM_PLUGIN_API_VERSION is refused
+   (pscom_info says so). */
+PSCOM_PLUGIN_API void pscom_plugin_register(const pscom_plugin_t *plugin);
+
+/* After the plugin's descriptor: PSCOM_PLUGIN_DEFINE(pscom_plugin_shm); */
+#define PSCOM_PLUGIN_DEFINE(var)                                                                   \
+    __attribute__((constructor)) static void pscom_plugin_register_##var(void)                     \
+    {                                                                                              \
+        pscom_plugin_register(&(var));                                                             \
+    }
 
 /* ---- what core offers plugins ---- */
 
@@ -326,9 +354,7 @@ typedef struct pscom_stats {
     uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv;
     uint64_t eager_unexpected, rndv_sent, rndv_recv, rndv_pull, rndv_sw_fallback;
     uint64_t cons_opened, cons_failed, progress_blocks, garbage_cons;
-    uint64_t shm_ring_full, shm_doorbells;
-    uint64_t tcp_short_writes; /* write_now took a message in part (the socket was full) */
-} pscom_stats_t;
+} pscom_stats_t; /* a plugin's own counters: pscom_plugin_t.counters */
 extern PSCOM_PLUGIN_API pscom_stats_t pscom_stats;
 
 #endif /* PSCOM_PLUGIN_H_INCLUDED */

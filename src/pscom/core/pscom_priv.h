@@ -339,7 +339,8 @@ void pscom_tag_con_ready(pscom_con_t *con);  /* established: send what waited */
 void pscom_tag_con_failed(pscom_con_t *con); /* fail what waited */
 void pscom_tag_sock_closed(pscom_sock_t *sock);
 const pscom_plugin_t *pscom_plugin_tag_transport(char *why, size_t whylen); /* pscom_plugin.c */
-void pscom_plugin_dump(FILE *out); /* the loaded plugins' own dump (PSP_SIGQUIT) */
+void pscom_plugin_dump(FILE *out);                 /* the loaded plugins' own dump (PSP_SIGQUIT) */
+void pscom_plugin_counters(char *buf, size_t len); /* pscom_plugin.c */
 
 /* pscom_rndv.c */
 void pscom_rndv_prepare_send(pscom_con_t *con, pscom_req_t *req);

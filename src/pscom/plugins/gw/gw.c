@@ -88,7 +88,7 @@ static tunnel_t **tunnels;
 static uint32_t n_tunnels, gen;
 static uint8_t key[GW_KEY_MAX];
 static size_t key_len;
-extern const pscom_plugin_t pscom_plugin_gw;
+static const pscom_plugin_t pscom_plugin_gw;
 
 static tunnel_t *tunnel_get(uint64_t id)
 {
@@ -859,10 +859,15 @@ static void gw_dump(FILE *out)
     }
 }
 
-PSCOM_PLUGIN_API const pscom_plugin_t pscom_plugin_gw = {
+/* the priority is plugin.conf's (src/pscom/Makefile), which core reads without loading us */
+#ifndef PSCOM_PLUGIN_PRIORITY
+#error "PSCOM_PLUGIN_PRIORITY: built by src/pscom/Makefile from plugins/gw/plugin.conf"
+#endif
+
+static const pscom_plugin_t pscom_plugin_gw = {
     .name = "gw",
     .api_version = PSCOM_PLUGIN_API_VERSION,
-    .priority = 40,
+    .priority = PSCOM_PLUGIN_PRIORITY,
     .rendezvous = GW_RNDV,
     .env = gw_env,
     .init = gw_init,
@@ -874,3 +879,4 @@ PSCOM_PLUGIN_API const pscom_plugin_t pscom_plugin_gw = {
     .dump = gw_dump,
     .con_relay = gw_relay,
 };
+PSCOM_PLUGIN_DEFINE(pscom_plugin_gw);

@@ -229,7 +229,7 @@ static void loop_start(pscom_con_t *con, int fd)
     }
 }
 
-const pscom_plugin_t pscom_plugin_loop = {
+static const pscom_plugin_t pscom_plugin_loop = {
     .name = "loop",
     .api_version = PSCOM_PLUGIN_API_VERSION,
     .priority = 100,
@@ -240,4 +240,6 @@ const pscom_plugin_t pscom_plugin_loop = {
     .con_finish = loop_finish,
     .con_abort = loop_abort,
     .con_start = loop_start,
+    .flags = PSCOM_PLUGIN_SELF,
 };
+PSCOM_PLUGIN_DEFINE(pscom_plugin_loop);

@@ -117,6 +117,7 @@ static int n_active;
    would crowd the L1 cache out. */
 #define PREFETCH_CONS_MAX 4
 static unsigned list_gen;
+static uint64_t shm_ring_full, shm_doorbells; /* PSP_DEBUG_STATS: shm_counters */
 static pscom_poller_t poller;
 static int poller_on;
 
@@ -145,7 +146,7 @@ static void shm_con_free(shm_con_t *sc)
 
 static void ring_bell(shm_con_t *sc)
 {
-    pscom_stats.shm_doorbells++;
+    shm_doorbells++;
     if (send(sc->ufd.fd, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN)
         PSCOM_LOG(3, "shm doorbell to %s: %s", pscom_con_name(sc->con), strerror(errno));
 }
@@ -229,7 +230,7 @@ static void shm_write(shm_con_t *sc)
     while ((n = pscom_write_get_iov(sc->con, iov)) > 0) {
         shm_slot_t *slot = out_slot(sc);
         if (!slot) {
-            pscom_stats.shm_ring_full++;
+            shm_ring_full++;
             return; /* the poller retries; prepare_block asks for a wakeup */
         }
         uint32_t total = 0;
@@ -632,7 +633,10 @@ static int shm_init(void)
     return 0;
 }
 
-const pscom_plugin_t pscom_plugin_shm = {
+static const pscom_counter_t shm_counters[] = {
+    {"ring full", &shm_ring_full}, {"doorbells", &shm_doorbells}, {NULL, NULL}};
+
+static const pscom_plugin_t pscom_plugin_shm = {
     .name = "shm",
     .api_version = PSCOM_PLUGIN_API_VERSION,
     .priority = 90,
@@ -645,4 +649,6 @@ const pscom_plugin_t pscom_plugin_shm = {
     .con_finish = shm_finish,
     .con_abort = shm_abort,
     .con_start = shm_start,
+    .counters = shm_counters,
 };
+PSCOM_PLUGIN_DEFINE(pscom_plugin_shm);

@@ -748,10 +748,15 @@ static void plugin_destroy(void)
     ucp_n_ids = id_free = 0;
 }
 
-PSCOM_PLUGIN_API const pscom_plugin_t pscom_plugin_ucp = {
+/* the priority is plugin.conf's (src/pscom/Makefile), which core reads without loading us */
+#ifndef PSCOM_PLUGIN_PRIORITY
+#error "PSCOM_PLUGIN_PRIORITY: built by src/pscom/Makefile from plugins/ucp/plugin.conf"
+#endif
+
+static const pscom_plugin_t pscom_plugin_ucp = {
     .name = "ucp",
     .api_version = PSCOM_PLUGIN_API_VERSION,
-    .priority = 50,
+    .priority = PSCOM_PLUGIN_PRIORITY,
     .rendezvous = SIZE_MAX, /* UCX does its own */
     .env = plugin_env,
     .init = plugin_init,
@@ -764,3 +769,4 @@ PSCOM_PLUGIN_API const pscom_plugin_t pscom_plugin_ucp = {
     .tag = &ucp_tag_ops,
     .dump = ux_dump,
 };
+PSCOM_PLUGIN_DEFINE(pscom_plugin_ucp);
