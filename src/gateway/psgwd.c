@@ -318,6 +318,8 @@ static int on_response(gcar_t *c, const void *data, size_t len)
         refused++;
         logf_("refused %s: it does not know the job key%s", c->name,
               c->role == 'A' ? " of any job this gateway serves" : "");
+        /* the rank learns why (a CLOSE of no tunnel ends the carrier) */
+        send_close(c, 0, "refused by the gateway: this job's key is not one it serves");
         car_failed(c, "wrong job key");
         car_drop(c);
         return 0;

@@ -73,6 +73,7 @@ typedef struct tunnel {
     int fd, core_fd;  /* socketpair of the handshake: ours, core's */
     pscom_ufd_t ufd;
     int state, peer_gone;
+    int writing, write_again; /* in gw_write_start: nested calls only ask for another round */
     char target[GW_ADDR_MAX];
     uint32_t credits, owed;
     unsigned inflight;   /* DATA fragments posted on the carrier, not yet written */
@@ -507,6 +508,13 @@ static int dispatch(carrier_t *c, pscom_request_t *req)
         }
         return 0;
     }
+    if (h->type == GW_CLOSE && !h->dst) { /* the gateway ends the carrier, e.g. refuses us */
+        char why[GW_REASON_MAX + 1];
+        snprintf(why, sizeof(why), "%.*s", (int)(len < GW_REASON_MAX ? len : GW_REASON_MAX),
+                 (const char *)data);
+        carrier_failed(c, why[0] ? why : "closed by the gateway");
+        return -2;
+    }
     if (!c->authed)
         return -1;
     if (h->type == GW_OPEN)
@@ -534,9 +542,10 @@ static int dispatch(carrier_t *c, pscom_request_t *req)
             return 1;
         }
         feed(t, req);
-        if ((t = tunnel_get(h->dst)))
-            return_credits(t);
-        return 0;
+        if (!(t = tunnel_get(h->dst)))
+            return 0;
+        return_credits(t);
+        break; /* credits may have come with it */
     case GW_CREDIT:
         break;
     case GW_CLOSE: {
@@ -606,41 +615,57 @@ static pscom_request_t *gw_default_recv(pscom_connection_t *con, pscom_header_ne
 
 /* ---- the connection's data path ---- */
 
+/* Fragments leave in stream order: what a completion inside this loop queues (core calls
+   write_start again from pscom_write_done's callbacks, or a credit arrives) is taken by the
+   running loop, after the bytes gathered so far. */
 static void gw_write_start(pscom_con_t *con)
 {
     tunnel_t *t = pscom_con_transport_data(con);
     if (!t || t->peer_gone || t->carrier->failed)
         return;
-    while (!cfg.tokens || t->credits > 0) {
-        struct iovec iov[3];
-        int n = pscom_write_get_iov(con, iov);
-        if (!n)
-            return;
-        pscom_request_t *req = frag_get(cfg.mtu);
-        if (!req)
-            return;
-        char *buf = gw_buf(req)->data;
-        size_t len = 0;
-        /* whole small messages gather into one fragment; a large one is cut at the MTU */
-        while (n && len < cfg.mtu) {
-            size_t took = 0;
-            for (int k = 0; k < n && len < cfg.mtu; k++) {
-                size_t c = iov[k].iov_len < cfg.mtu - len ? iov[k].iov_len : cfg.mtu - len;
-                pscom_copy_data(buf + len, iov[k].iov_base, c);
-                len += c;
-                took += c;
-                if (c < iov[k].iov_len)
-                    break;
-            }
-            pscom_write_done(con, took);
-            if (pscom_con_transport_data(con) != t)
-                return; /* a completion closed the connection */
-            n = len < cfg.mtu ? pscom_write_get_iov(con, iov) : 0;
-        }
-        send_frag(t, req, len);
-        if (cfg.tokens)
-            t->credits--;
+    if (t->writing) {
+        t->write_again = 1;
+        return;
     }
+    t->writing = 1;
+    uint64_t id = t->id;
+    do {
+        t->write_again = 0;
+        while (!cfg.tokens || t->credits > 0) {
+            struct iovec iov[3];
+            int n = pscom_write_get_iov(con, iov);
+            if (!n)
+                break;
+            pscom_request_t *req = frag_get(cfg.mtu);
+            if (!req)
+                break;
+            char *buf = gw_buf(req)->data;
+            size_t len = 0;
+            /* whole small messages gather into one fragment; a large one is cut at the MTU */
+            while (n && len < cfg.mtu) {
+                size_t took = 0;
+                for (int k = 0; k < n && len < cfg.mtu; k++) {
+                    size_t c = iov[k].iov_len < cfg.mtu - len ? iov[k].iov_len : cfg.mtu - len;
+                    pscom_copy_data(buf + len, iov[k].iov_base, c);
+                    len += c;
+                    took += c;
+                    if (c < iov[k].iov_len)
+                        break;
+                }
+                pscom_write_done(con, took);
+                if (tunnel_get(id) != t || t->peer_gone) { /* closed by a completion */
+                    frag_put(req);
+                    return;
+                }
+                n = len < cfg.mtu ? pscom_write_get_iov(con, iov) : 0;
+            }
+            send_frag(t, req, len);
+            if (cfg.tokens)
+                t->credits--;
+        }
+    } while (t->write_again && tunnel_get(id) == t);
+    if (tunnel_get(id) == t)
+        t->writing = 0;
 }
 
 static void gw_close(pscom_con_t *con)

@@ -72,6 +72,11 @@ void MPIDI_PSCOM_con_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t e
     if (err != PSCOM_ERR_EOF) {
         fprintf(stderr, "pscom netmod: connection %s failed (op %d): %s\n", pscom_con_str(con),
                 (int)op, pscom_err_str(err));
+        /* A peer we never reached (refused, unreachable, a gateway that would not take us):
+           nothing else ends the job, and a receive from that peer would wait forever. A peer
+           lost later is the launcher's to report (it names rank and node). */
+        if (op == PSCOM_OP_CONNECT)
+            MPID_Abort(NULL, MPI_ERR_OTHER, 1, "pscom netmod: cannot connect to a peer process");
         return;
     }
     /* Orderly close (a disconnected or finished peer). We may not close it from inside this
