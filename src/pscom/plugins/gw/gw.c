@@ -19,6 +19,10 @@
 #include "pscom_plugin.h"
 
 #define GW_RNDV       (1u << 20) /* as tcp: larger messages wait for the matching receive */
+/* A message's data of at least this size travels in fragments of its own, sent straight from
+   the sender's buffer and received straight into the matched receive buffer (no copy at
+   either end); smaller messages are copied and gathered, several to a fragment. */
+#define DIRECT_MIN 8192
 #define FRAG_DATA_MAX (64u << 20)
 
 static struct {
@@ -77,6 +81,7 @@ typedef struct tunnel {
     char target[GW_ADDR_MAX];
     uint32_t credits, owed;
     unsigned inflight;   /* DATA fragments posted on the carrier, not yet written */
+    size_t ahead;        /* bytes of the head message posted from its buffer, not yet written */
     pscom_request_t *pending, **pending_tail; /* DATA that came before con_start */
     list_head_t waiting; /* in waiting_open: the carrier is not authenticated yet */
 } tunnel_t;
@@ -142,6 +147,7 @@ static pscom_request_t *frag_get(size_t len)
     gw_buf_t *b = gw_buf(req);
     b->next = NULL;
     b->tunnel = 0;
+    b->direct = 0;
     if (b->cap < len) {
         void *d = realloc(b->data, len);
         if (!d) {
@@ -211,21 +217,36 @@ static void tunnel_ctrl(tunnel_t *t, int type, uint16_t flags, const void *data,
     send_ctrl(t->carrier, &h, data, len);
 }
 
+static void gw_write_start(pscom_con_t *con);
+
 static void frag_sent(pscom_request_t *req)
 {
     tunnel_t *t = tunnel_get(gw_buf(req)->tunnel);
-    if (t)
-        t->inflight--;
+    size_t direct = gw_buf(req)->direct;
     frag_put(req);
+    if (!t)
+        return;
+    t->inflight--;
+    if (direct && t->con) {
+        /* the user's bytes are out: now they count as written (carrier sends complete in
+           order, so these are the first t->ahead bytes of the head message) */
+        t->ahead -= direct;
+        pscom_con_t *con = t->con;
+        uint64_t id = t->id;
+        pscom_write_done(con, direct);
+        if (tunnel_get(id) == t && pscom_write_pending(con))
+            gw_write_start(con);
+    }
 }
 
-static void send_frag(tunnel_t *t, pscom_request_t *req, size_t len)
+/* data: the fragment's bytes (its own buffer, or the user's: gw_buf(req)->direct) */
+static void send_frag(tunnel_t *t, pscom_request_t *req, void *data, size_t len)
 {
     gw_msg_t *h = req->xheader;
     set_hdr(h, GW_DATA, t);
     h->seq = t->carrier->send_seq++;
     req->xheader_len = sizeof(*h);
-    req->data = gw_buf(req)->data;
+    req->data = data;
     req->data_len = len;
     req->connection = t->carrier->con;
     req->ops.io_done = frag_sent;
@@ -471,8 +492,6 @@ static void return_credits(tunnel_t *t)
         tunnel_ctrl(t, GW_CREDIT, 0, NULL, 0);
 }
 
-static void gw_write_start(pscom_con_t *con);
-
 /* 1: the fragment stays (kept on a tunnel) */
 static int dispatch(carrier_t *c, pscom_request_t *req)
 {
@@ -541,7 +560,12 @@ static int dispatch(carrier_t *c, pscom_request_t *req)
             t->pending_tail = &gw_buf(req)->next;
             return 1;
         }
-        feed(t, req);
+        if (gw_buf(req)->direct) { /* received in place (gw_default_recv) */
+            t->owed++;
+            pscom_read_direct_done(t->con, gw_buf(req)->direct);
+        } else {
+            feed(t, req);
+        }
         if (!(t = tunnel_get(h->dst)))
             return 0;
         return_credits(t);
@@ -599,13 +623,38 @@ static void on_message(pscom_request_t *req)
     while (!c->failed && (req = gw_order_next(&c->order)));
 }
 
+/* A DATA fragment that is next in order on its carrier and holds nothing but data of the
+   message the tunnel's connection receives now goes straight into the receive buffer. */
+static void *direct_target(pscom_connection_t *con, const pscom_header_net_t *header)
+{
+    const gw_msg_t *h = pscom_header_xheader(header);
+    carrier_t *c = *(carrier_t **)con->userdata;
+    if (header->xheader_len != sizeof(*h) || h->type != GW_DATA || header->data_len < DIRECT_MIN ||
+        !c || !c->authed || h->seq != c->order.next_seq)
+        return NULL;
+    tunnel_t *t = tunnel_get(h->dst);
+    void *buf;
+    if (!t || t->carrier != c || t->state != T_DATA || !t->con || t->pending ||
+        pscom_read_direct_buf(t->con, &buf) < header->data_len)
+        return NULL;
+    return buf;
+}
+
 static pscom_request_t *gw_default_recv(pscom_connection_t *con, pscom_header_net_t *header)
 {
-    (void)con;
+    void *direct = direct_target(con, header);
     size_t len = header->data_len <= FRAG_DATA_MAX ? header->data_len : 0; /* else truncated */
-    pscom_request_t *req = frag_get(len ? len : 1);
+    pscom_request_t *req = frag_get(direct ? 0 : len ? len : 1);
     if (!req)
         return NULL;
+    if (direct) {
+        gw_buf(req)->direct = len;
+        req->data = direct;
+        req->data_len = len;
+        req->ops.io_done = on_message;
+        req->ops.recv_accept = NULL;
+        return req;
+    }
     req->data = gw_buf(req)->data;
     req->data_len = len;
     req->ops.io_done = on_message;
@@ -614,6 +663,63 @@ static pscom_request_t *gw_default_recv(pscom_connection_t *con, pscom_header_ne
 }
 
 /* ---- the connection's data path ---- */
+
+/* iov without its first skip bytes; the entries left */
+static int iov_skip(struct iovec *iov, int n, size_t skip)
+{
+    int k = 0;
+    while (k < n && skip >= iov[k].iov_len)
+        skip -= iov[k++].iov_len;
+    for (int i = k; i < n; i++)
+        iov[i - k] = iov[i];
+    n -= k;
+    if (n && skip) {
+        iov[0].iov_base = (char *)iov[0].iov_base + skip;
+        iov[0].iov_len -= skip;
+    }
+    return n;
+}
+
+/* Copy whole small messages, and the headers of a large one, into one fragment; its length
+   (0: nothing sent) */
+static size_t send_gathered(tunnel_t *t, pscom_con_t *con, struct iovec *iov, int n)
+{
+    pscom_request_t *req = frag_get(cfg.mtu);
+    if (!req)
+        return 0;
+    char *buf = gw_buf(req)->data;
+    size_t len = 0;
+    uint64_t id = t->id;
+    while (n && len < cfg.mtu) {
+        size_t took = 0;
+        for (int k = 0; k < n && len < cfg.mtu; k++) {
+            if (k == n - 1 && iov[k].iov_len >= DIRECT_MIN && (len || k))
+                break; /* a large message's data: a fragment of its own, from its buffer */
+            size_t c = iov[k].iov_len < cfg.mtu - len ? iov[k].iov_len : cfg.mtu - len;
+            pscom_copy_data(buf + len, iov[k].iov_base, c);
+            len += c;
+            took += c;
+            if (c < iov[k].iov_len)
+                break;
+        }
+        if (!took)
+            break;
+        pscom_write_done(con, took);
+        if (tunnel_get(id) != t || t->peer_gone) { /* closed by a completion */
+            frag_put(req);
+            return 0;
+        }
+        n = len < cfg.mtu ? pscom_write_get_iov(con, iov) : 0;
+        if (n && iov[0].iov_len >= DIRECT_MIN && n == 1)
+            break; /* the next message's data only (a rendezvous push): its own fragment */
+    }
+    if (!len) {
+        frag_put(req);
+        return 0;
+    }
+    send_frag(t, req, buf, len);
+    return len;
+}
 
 /* Fragments leave in stream order: what a completion inside this loop queues (core calls
    write_start again from pscom_write_done's callbacks, or a credit arrives) is taken by the
@@ -631,39 +737,30 @@ static void gw_write_start(pscom_con_t *con)
     uint64_t id = t->id;
     do {
         t->write_again = 0;
-        while (!cfg.tokens || t->credits > 0) {
+        while ((!cfg.tokens || t->credits > 0) && tunnel_get(id) == t && !t->peer_gone) {
             struct iovec iov[3];
-            int n = pscom_write_get_iov(con, iov);
+            int n = iov_skip(iov, pscom_write_get_iov(con, iov), t->ahead);
             if (!n)
-                break;
-            pscom_request_t *req = frag_get(cfg.mtu);
-            if (!req)
-                break;
-            char *buf = gw_buf(req)->data;
-            size_t len = 0;
-            /* whole small messages gather into one fragment; a large one is cut at the MTU */
-            while (n && len < cfg.mtu) {
-                size_t took = 0;
-                for (int k = 0; k < n && len < cfg.mtu; k++) {
-                    size_t c = iov[k].iov_len < cfg.mtu - len ? iov[k].iov_len : cfg.mtu - len;
-                    pscom_copy_data(buf + len, iov[k].iov_base, c);
-                    len += c;
-                    took += c;
-                    if (c < iov[k].iov_len)
-                        break;
-                }
-                pscom_write_done(con, took);
-                if (tunnel_get(id) != t || t->peer_gone) { /* closed by a completion */
-                    frag_put(req);
-                    return;
-                }
-                n = len < cfg.mtu ? pscom_write_get_iov(con, iov) : 0;
+                break; /* nothing, or the head message is all posted: its sends complete it */
+            if (n == 1 && (t->ahead || iov[0].iov_len >= DIRECT_MIN)) {
+                /* data from the user's buffer: written once the carrier has sent it */
+                size_t len = iov[0].iov_len < cfg.mtu ? iov[0].iov_len : cfg.mtu;
+                pscom_request_t *req = frag_get(0);
+                if (!req)
+                    break;
+                gw_buf(req)->direct = len;
+                t->ahead += len;
+                if (cfg.tokens)
+                    t->credits--;
+                send_frag(t, req, iov[0].iov_base, len);
+                continue;
             }
-            send_frag(t, req, len);
-            if (cfg.tokens)
+            if (!send_gathered(t, con, iov, n))
+                break;
+            if (cfg.tokens && tunnel_get(id) == t)
                 t->credits--;
         }
-    } while (t->write_again && tunnel_get(id) == t);
+    } while (tunnel_get(id) == t && t->write_again);
     if (tunnel_get(id) == t)
         t->writing = 0;
 }

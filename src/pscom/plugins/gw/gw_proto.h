@@ -99,6 +99,7 @@ typedef struct gw_buf {
     void *data;
     size_t cap;
     uint64_t tunnel; /* plugin: the tunnel a sent fragment belongs to */
+    size_t direct;   /* plugin: bytes sent from or received into the user's buffer itself */
 } gw_buf_t;
 
 static inline gw_buf_t *gw_buf(pscom_request_t *req)

@@ -73,10 +73,21 @@ void MPIDI_PSCOM_con_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t e
         fprintf(stderr, "pscom netmod: connection %s failed (op %d): %s\n", pscom_con_str(con),
                 (int)op, pscom_err_str(err));
         /* A peer we never reached (refused, unreachable, a gateway that would not take us):
-           nothing else ends the job, and a receive from that peer would wait forever. A peer
-           lost later is the launcher's to report (it names rank and node). */
+           nothing else ends the job, and a receive from that peer would wait forever. */
         if (op == PSCOM_OP_CONNECT)
             MPID_Abort(NULL, MPI_ERR_OTHER, 1, "pscom netmod: cannot connect to a peer process");
+        /* A connection lost later: a dead rank or node is the launcher's to report (it names
+           both, within a second or, for a node cut off, hydra's keepalive time); a lost
+           gateway or link nobody else sees. MPIDI_PSCOM_check_lost ends the job after
+           PSP_MPI_LOST_PEER_ABORT seconds if it still runs. */
+        if (!MPIDI_PSCOM_global.lost_at_ns) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            MPIDI_PSCOM_global.lost_at_ns = (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+            snprintf(MPIDI_PSCOM_global.lost_msg, sizeof(MPIDI_PSCOM_global.lost_msg),
+                     "pscom netmod: connection %s broke: %s", pscom_con_str(con),
+                     pscom_err_str(err));
+        }
         return;
     }
     /* Orderly close (a disconnected or finished peer). We may not close it from inside this
@@ -115,6 +126,18 @@ static void close_con(pscom_connection_t *con)
                 MPIDI_PSCOM_AV(&t->table[j]).con = NULL;
     }
     pscom_close_connection(con);
+}
+
+void MPIDI_PSCOM_check_lost(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+    if (MPIDI_PSCOM_global.finalizing ||
+        now - MPIDI_PSCOM_global.lost_at_ns < MPIDI_PSCOM_lost_peer_abort_s * 1000000000ull)
+        return;
+    MPIDI_PSCOM_global.lost_at_ns = 0;
+    MPID_Abort(NULL, MPI_ERR_OTHER, 1, MPIDI_PSCOM_global.lost_msg);
 }
 
 /* Close the connections peers closed, once nothing is left to receive from them. */

@@ -116,6 +116,9 @@ typedef struct {
     pscom_connection_t **closed;
     int n_closed;
     int max_closed;
+    /* a connection broke: when, and what to say if the job is still running a while later */
+    uint64_t lost_at_ns;
+    char lost_msg[256];
     /* finished requests of the tagged shape, reused by MPIDI_PSCOM_preq_create (pscom_queue.c) */
     pscom_request_t *preq_cache[MPIDI_PSCOM_PREQ_CACHE_MAX];
     int n_preq_cache;
@@ -170,6 +173,8 @@ void MPIDI_PSCOM_con_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t e
 int MPIDI_PSCOM_connect_av(MPIDI_av_entry_t *av, const char *ep);
 pscom_connection_t *MPIDI_PSCOM_av_reconnect(MPIDI_av_entry_t *av);
 void MPIDI_PSCOM_reap_closed(void);
+void MPIDI_PSCOM_check_lost(void); /* a broken connection: abort once PSP_MPI_LOST_PEER_ABORT passed */
+extern unsigned MPIDI_PSCOM_lost_peer_abort_s;
 
 /* The connection to the process of av entry; made again if the peer had closed the old one. */
 MPL_STATIC_INLINE_PREFIX pscom_connection_t *MPIDI_PSCOM_av_con(MPIDI_av_entry_t *av)

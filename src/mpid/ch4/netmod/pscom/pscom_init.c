@@ -16,6 +16,7 @@
  * PSP_DEBUG_PARAM show them with pscom's own. */
 static int sched_yield_cfg = -1;
 static int direct_connect_cfg;
+unsigned MPIDI_PSCOM_lost_peer_abort_s = 10;
 static const pscom_env_row_t env_rows[] = {
     {"PSP_DIRECT_CONNECT", "0",
      "MPI: open the connections to all processes of MPI_COMM_WORLD in MPI_Init (default: on "
@@ -25,6 +26,11 @@ static const pscom_env_row_t env_rows[] = {
      "MPI: sched_yield() when a progress poll finds nothing (1 always, 0 never, -1 only when "
      "this node runs more ranks than the job may use CPUs here)",
      PSCOM_ENV_INT, &sched_yield_cfg, -1, 1},
+    {"PSP_MPI_LOST_PEER_ABORT", "10",
+     "MPI: seconds after a connection to a peer broke (not an orderly close) until this process "
+     "aborts the job, naming the connection, if the launcher has not ended it by then (a lost "
+     "gateway, a cut link); 0: at once",
+     PSCOM_ENV_UINT, &MPIDI_PSCOM_lost_peer_abort_s, 0, 0},
     {NULL, NULL, NULL, PSCOM_ENV_INT, NULL, 0, 0},
 };
 
