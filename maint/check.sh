@@ -28,6 +28,7 @@ fi
 build() { # build DIR [SANITIZE]
     local dir=$1 san=${2:-}
     make -s -C src/pscom -j"$jobs" BUILD="$dir" ${san:+SANITIZE=$san}
+    make -s -C src/gateway BUILD="$dir" ${san:+SANITIZE=$san} # psgwd: the gw tests' gateway
     make -s -C test/pscom -j"$jobs" BUILD="$dir" ${san:+SANITIZE=$san}
 }
 

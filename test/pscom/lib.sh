@@ -30,6 +30,20 @@ MATRIX=(
     "ucp-sm|PSP_SHM=0 PSP_TCP=0 UCX_TLS=posix,cma,self T_TRANSPORT=ucp"
 )
 
+# gw: every connection through a gateway daemon on loopback ($BUILD/bin/psgwd, one per test
+# script, stopped when it exits); a route file that sends every pair through it
+if [ -x "$BUILD/bin/psgwd" ]; then
+    _gw_dir=$(mktemp -d "$T_LOGDIR/gw.XXXXXX")
+    "$BUILD/bin/psgwd" --new-key "$_gw_dir/key"
+    "$BUILD/bin/psgwd" --listen 127.0.0.1:0 --key "$_gw_dir/key" --foreground \
+        >"$_gw_dir/out" 2>"$_gw_dir/log" </dev/null &
+    _gw_pid=$!
+    trap 'kill $_gw_pid 2>/dev/null; wait $_gw_pid 2>/dev/null; rm -rf "$_gw_dir"' EXIT
+    for _ in $(seq 100); do grep -q " pid " "$_gw_dir/out" && break; sleep 0.05; done
+    printf 'key %s\n%s * *\n' "$_gw_dir/key" "$(cut -d' ' -f1 "$_gw_dir/out")" >"$_gw_dir/route"
+    MATRIX+=("gw|PSP_SHM=0 PSP_UCP=0 PSP_GW_SERVER=$_gw_dir/route T_TRANSPORT=gw")
+fi
+
 . "$TOP/test/tap.sh" # tap_ok, tap_skip, tap_diag, to_both, tap_done
 
 # transport_unavailable "VAR=value ...": if T_TRANSPORT there names a plugin that is loaded at
