@@ -733,17 +733,28 @@ int main(int argc, char **argv)
     }
     close(ready[1]);
     char eps[LISTEN_MAX * 64] = "";
+    int listening = 0;
     for (int w = 0; w < opt.threads; w++) { /* each worker writes its line once listening */
         char tmp[LISTEN_MAX * 64];
         size_t got = 0;
-        while (got < sizeof(tmp)) {
+        while (got < sizeof(tmp) - 1) {
             ssize_t n = read(ready[0], tmp + got, 1);
             if (n <= 0 || tmp[got] == '\0')
                 break;
             got++;
         }
         tmp[got] = '\0';
-        snprintf(eps, sizeof(eps), "%s", tmp);
+        if (got) {
+            listening++;
+            snprintf(eps, sizeof(eps), "%s", tmp);
+        }
+    }
+    if (listening < opt.threads) {
+        fprintf(stderr, "psgwd: %d of %d workers failed to start (see the log)\n",
+                opt.threads - listening, opt.threads);
+        for (int w = 0; w < opt.threads; w++)
+            kill(pids[w], SIGTERM);
+        return 1;
     }
     if (!opt.foreground) {
         if (write(pipefd[1], eps, strlen(eps) + 1) < 0)

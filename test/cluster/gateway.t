@@ -41,7 +41,7 @@ gw_start() {
         sleep 0.1
     done
     gw_pid[$node]=$(sed -n 's/.* pid \([0-9]*\).*/\1/p' "$out" | head -1)
-    [ -n "${gw_pid[$node]}" ]
+    [ -n "${gw_pid[$node]}" ] && grep -q "^$addrs pid" "$out"
 }
 gw_stop() { # NODE [SIGNAL]: stop psgwd and wait until it is gone
     local p=${gw_pid[$1]:-}

@@ -21,6 +21,9 @@ int socket_fd_listen_at(uint32_t ip, int portno)
         return -1;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    /* a daemon's worker processes share its address (pscom_listen_addr: psgwd --threads) */
+    if (ip != htonl(INADDR_ANY))
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = ip};
     sa.sin_port = htons(portno < 0 ? 0 : (uint16_t)portno);
     if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4096) < 0) {
