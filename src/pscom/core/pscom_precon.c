@@ -202,6 +202,19 @@ static void drop_incoming(precon_t *pre, const char *why)
         pscom_con_start_deferred(sock); /* a connect that waited for this one */
 }
 
+/* A frame could not be sent on an incoming connection: the connecting side gave up meanwhile
+   (lost a simultaneous connect, timed out, exited), which it may; anything else is logged */
+static void drop_unsendable(precon_t *pre)
+{
+    if (errno == EPIPE || errno == ECONNRESET) {
+        PSCOM_LOG(2, "incoming connection from %s on %s: the peer is gone (%s)", pre->peer_str,
+                  pre->sock->ep, strerror(errno));
+        drop_incoming(pre, NULL);
+        return;
+    }
+    drop_incoming(pre, strerror(errno));
+}
+
 /* Our outgoing attempt failed. */
 static void fail_outgoing(precon_t *pre, pscom_err_t err, const char *why)
 {
@@ -513,7 +526,7 @@ static void acceptor_frame(precon_t *pre, int type, const unsigned char *payload
         hello_t mine;
         fill_hello(pre->sock, &mine);
         if (send_frame(pre, F_HELLO_ACK, &mine, sizeof(mine)) != 0) {
-            drop_incoming(pre, strerror(errno));
+            drop_unsendable(pre);
             return;
         }
         pre->state = A_WAIT_ARCH_REQ;
@@ -540,14 +553,14 @@ static void acceptor_frame(precon_t *pre, int type, const unsigned char *payload
         if (p && p->con_accept(pre->con, req->blob, len - sizeof(*req), reply, &rlen) == 0) {
             pre->plugin = p;
             if (send_frame(pre, F_ARCH_OK, reply, rlen) != 0) {
-                drop_incoming(pre, strerror(errno));
+                drop_unsendable(pre);
                 return;
             }
             pre->state = A_WAIT_ARCH_DONE;
         } else {
             PSCOM_LOG(2, "%s: declined transport %s", pre->con->log_name, req->name);
             if (send_frame(pre, F_ARCH_NEXT, NULL, 0) != 0)
-                drop_incoming(pre, strerror(errno));
+                drop_unsendable(pre);
         }
         return;
     }

@@ -550,8 +550,14 @@ static int dispatch(carrier_t *c, pscom_request_t *req)
         pump_start(t);
         return 0;
     case GW_HS:
-        if (t->fd < 0 || write_all(t->fd, data, len) != 0)
-            tunnel_down(t, 1, "handshake stream closed");
+        if (t->fd < 0 || write_all(t->fd, data, len) != 0) {
+            /* core ended this handshake already (the other one of two simultaneous connects
+               won, or it timed out): its decision, not a failure */
+            PSCOM_LOG(3, "gw: handshake with %s through %s ended by core", t->target,
+                      t->carrier->addr);
+            tunnel_ctrl(t, GW_CLOSE, 0, NULL, 0);
+            tunnel_free(t);
+        }
         return 0;
     case GW_DATA:
         if (t->state != T_DATA || !t->con) {
