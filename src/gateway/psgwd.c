@@ -32,6 +32,7 @@
 #define KEYS_MAX   16
 #define WORKERS_MAX 64
 #define FRAG_MAX   (64u << 20)
+#define AUTH_TIMEOUT_S 10 /* a peer that has not proved a job key by then is dropped */
 
 static struct {
     char listen[LISTEN_MAX][64];
@@ -75,6 +76,8 @@ typedef struct gcar {
     int held_challenge; /* the rank's challenge, answered once we know its key */
     uint8_t nonce[GW_NONCE_LEN], peer_nonce[GW_NONCE_LEN];
     char target[64]; /* 'C': the rank listener we connected to */
+    time_t since;    /* made at; one that has not proved a key within AUTH_TIMEOUT_S goes */
+    char why[96];    /* car_failed's reason */
     uint64_t send_seq;
     gw_order_t order;
     struct gcar *next;
@@ -90,41 +93,27 @@ typedef struct fwd {
 
 static pscom_socket_t *listen_socks[LISTEN_MAX], *out_sock;
 static gcar_t *cars;
-static fwd_t **fwds;
-static uint32_t n_fwds, gen;
+static gw_ids_t fwds;
 static uint64_t fwd_msgs, fwd_bytes, refused;
 
 static fwd_t *fwd_get(uint64_t id)
 {
-    uint32_t i = (uint32_t)id;
-    return i && i <= n_fwds && fwds[i - 1] && fwds[i - 1]->id == id ? fwds[i - 1] : NULL;
+    return gw_ids_get(&fwds, id);
 }
 
 static fwd_t *fwd_new(void)
 {
-    uint32_t i = 0;
-    while (i < n_fwds && fwds[i])
-        i++;
-    if (i == n_fwds) {
-        uint32_t n = n_fwds ? 2 * n_fwds : 256;
-        fwd_t **nf = realloc(fwds, n * sizeof(*nf));
-        if (!nf)
-            return NULL;
-        memset(nf + n_fwds, 0, (n - n_fwds) * sizeof(*nf));
-        fwds = nf;
-        n_fwds = n;
-    }
     fwd_t *f = calloc(1, sizeof(*f));
-    if (!f)
+    if (f && !(f->id = gw_ids_add(&fwds, f))) {
+        free(f);
         return NULL;
-    f->id = ((uint64_t)++gen << 32) | (i + 1);
-    fwds[i] = f;
+    }
     return f;
 }
 
 static void fwd_free(fwd_t *f)
 {
-    fwds[(uint32_t)f->id - 1] = NULL;
+    gw_ids_del(&fwds, f->id);
     free(f);
 }
 
@@ -134,37 +123,12 @@ static pscom_request_t *pool;
 
 static pscom_request_t *req_get(size_t len)
 {
-    pscom_request_t *req = pool;
-    if (req) {
-        pool = gw_buf(req)->next;
-    } else if (!(req = pscom_request_create(sizeof(gw_msg_t) + 16, sizeof(gw_buf_t)))) {
-        return NULL;
-    }
-    gw_buf_t *b = gw_buf(req);
-    b->req = req;
-    if (b->cap < len) {
-        void *d = realloc(b->data, len);
-        if (!d) {
-            b->next = pool;
-            pool = req;
-            return NULL;
-        }
-        b->data = d;
-        b->cap = len;
-    }
-    return req;
+    return gw_pool_get(&pool, len);
 }
 
 static void req_put(pscom_request_t *req)
 {
-    gw_buf_t *b = gw_buf(req);
-    if (b->cap > (1u << 20)) {
-        free(b->data);
-        b->data = NULL;
-        b->cap = 0;
-    }
-    b->next = pool;
-    pool = req;
+    gw_pool_put(&pool, req, 1u << 20);
 }
 
 static void sent(pscom_request_t *req)
@@ -210,6 +174,7 @@ static gcar_t *car_new(pscom_connection_t *con, char role, int key)
     c->con = con;
     c->role = role;
     c->key = key;
+    c->since = time(NULL);
     *(gcar_t **)con->userdata = c;
     c->next = cars;
     cars = c;
@@ -222,22 +187,35 @@ static void car_drop(gcar_t *c)
     c->closing = 1;
 }
 
-/* The carrier failed or is dropped: every tunnel through it ends, the other end is told */
+/* The carrier failed or is dropped: its tunnels end in close_dropped, outside pscom's
+   callbacks (a carrier also fails inside a send on it) */
 static void car_failed(gcar_t *c, const char *why)
 {
     if (c->failed)
         return;
     c->failed = 1;
+    c->closing = 1;
+    snprintf(c->why, sizeof(c->why), "%s", why);
+}
+
+/* every tunnel through c ends; the other end is told */
+static void car_teardown(gcar_t *c)
+{
     char reason[GW_REASON_MAX];
-    snprintf(reason, sizeof(reason), "gateway lost %s: %s", c->name, why);
-    for (uint32_t i = 0; i < n_fwds; i++) {
-        fwd_t *f = fwds[i];
+    snprintf(reason, sizeof(reason), "gateway lost %s: %s", c->name, c->why);
+    for (uint32_t i = 0; i < fwds.n; i++) {
+        fwd_t *f = fwds.obj[i];
         if (!f || (f->car[0] != c && f->car[1] != c))
             continue;
+        /* gone from the table before the CLOSE goes out: sending may find another carrier
+           broken, which marks it for the next round only */
         int other = f->car[0] == c;
-        if (f->car[other] && (other == 0 || f->open_sent))
-            send_close(f->car[other], f->peer[other], reason);
+        gcar_t *oc = f->car[other];
+        uint64_t peer = f->peer[other];
+        int tell = oc && (other == 0 || f->open_sent);
         fwd_free(f);
+        if (tell)
+            send_close(oc, peer, reason);
     }
 }
 
@@ -331,9 +309,11 @@ static int on_response(gcar_t *c, const void *data, size_t len)
         respond(c, c->peer_nonce);
     }
     if (c->role == 'C')
-        for (uint32_t i = 0; i < n_fwds; i++)
-            if (fwds[i] && fwds[i]->car[1] == c && !fwds[i]->open_sent)
-                send_open(fwds[i]);
+        for (uint32_t i = 0; i < fwds.n; i++) {
+            fwd_t *f = fwds.obj[i];
+            if (f && f->car[1] == c && !f->open_sent)
+                send_open(f);
+        }
     return 0;
 }
 
@@ -354,8 +334,8 @@ static int on_open(gcar_t *c, const gw_msg_t *h, const void *data, size_t len)
     if (!f->car[1]) {
         char why[160];
         snprintf(why, sizeof(why), "gateway cannot connect to %s", f->open.target);
-        send_close(c, h->src, why);
         fwd_free(f);
+        send_close(c, h->src, why);
         return 0;
     }
     if (f->car[1]->authed)
@@ -478,6 +458,14 @@ static pscom_request_t *on_header(pscom_connection_t *con, pscom_header_net_t *h
 
 static void close_dropped(void)
 {
+    time_t now = time(NULL);
+    for (gcar_t *c = cars; c; c = c->next)
+        if (!c->authed && !c->closing && now - c->since > AUTH_TIMEOUT_S) {
+            refused++;
+            logf_("dropped %s: no job key proved within %d s", c->name, AUTH_TIMEOUT_S);
+            car_failed(c, "no authentication");
+            car_drop(c);
+        }
     for (gcar_t **pp = &cars; *pp;) {
         gcar_t *c = *pp;
         if (!c->closing) {
@@ -485,6 +473,8 @@ static void close_dropped(void)
             continue;
         }
         *pp = c->next;
+        if (c->failed)
+            car_teardown(c);
         while (c->order.held) {
             pscom_request_t *req = c->order.held;
             c->order.held = gw_buf(req)->next;
@@ -656,13 +646,16 @@ static int worker(int ready_fd)
     logf_("%s: closing (forwarded %llu messages, %llu bytes; refused %llu clients)",
           stop_signal == SIGTERM ? "SIGTERM" : "signal", (unsigned long long)fwd_msgs,
           (unsigned long long)fwd_bytes, (unsigned long long)refused);
-    for (uint32_t i = 0; i < n_fwds; i++)
-        if (fwds[i]) {
-            for (int s = 0; s < 2; s++)
-                if (fwds[i]->car[s] && (s == 0 || fwds[i]->open_sent))
-                    send_close(fwds[i]->car[s], fwds[i]->peer[s], "the gateway shut down");
-            fwd_free(fwds[i]);
-        }
+    for (uint32_t i = 0; i < fwds.n; i++) {
+        fwd_t *f = fwds.obj[i];
+        if (!f)
+            continue;
+        fwd_t copy = *f;
+        fwd_free(f); /* first: as in car_failed */
+        for (int s = 0; s < 2; s++)
+            if (copy.car[s] && (s == 0 || copy.open_sent))
+                send_close(copy.car[s], copy.peer[s], "the gateway shut down");
+    }
     pscom_close_socket(NULL);
     pscom_cleanup();
     return 0;

@@ -25,21 +25,7 @@ printf 'key %s\n10.250.1.5:7000,10.250.2.5:7000 node[12] node[34]\n' "$KEY" >"$M
 export PSP_GW_SERVER=$MPITEST_TMP/route
 "$TOP/maint/mpich-tests.sh" --quick --mpiexec="$CLUSTER/mpiexec-vc" >"$MPITEST_TMP/run.log" 2>&1
 rc=$?
-while IFS= read -r line; do
-    case $line in
-    *": passed "*" / failed "*)
-        if echo "$line" | grep -q "failed 0 / timed out 0"; then
-            tap ok "$line"
-        else
-            tap "not ok" "$line"
-        fi
-        ;;
-    "  FAIL"* | "  TIMEOUT"*) echo "# $line" ;;
-    *": skipped: "*) tap ok "${line%%: skipped*} # SKIP ${line#*: skipped: }" ;;
-    esac
-done <"$MPITEST_TMP/run.log"
-[ $rc -eq 0 ] && st=ok || { st="not ok"; tail -5 "$MPITEST_TMP/run.log" | sed 's/^/# /'; }
-tap "$st" "maint/mpich-tests.sh --quick through the gateway (node1 on a, node3 on b): exit status $rc"
+vc_mpich_tap "$MPITEST_TMP/run.log" $rc "through the gateway (node1 on a, node3 on b)"
 kill -TERM "$gw" 2>/dev/null
 sleep 1
 grep "closing (forwarded" "$MPITEST_TMP/gw.log" | tail -1 | sed 's/^/# /'

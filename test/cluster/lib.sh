@@ -10,6 +10,11 @@
 #   vc_contype EXPECT FILE.. check every CONNECT line of PSP_DEBUG_CONTYPE=1 output: shm
 #                            between processes of one node, EXPECT between nodes; prints a
 #                            summary and returns 1 on any other transport
+#   vc_mpi_set NAME VIA NP CHECK HOST...  the test/mpi set ($VC_TESTS, default ring pt2pt coll
+#                            rma datatype spawn connect) on these hosts, over VIA (ucp, or tcp:
+#                            PSP_UCP=0), each test one TAP line; CHECK VIA FILE... checks the
+#                            connections (vc_contype or a test's own)
+#   vc_mpich_tap LOG RC WHAT MPICH's quick subset's log (maint/mpich-tests.sh) as TAP lines
 CLUSTER=$TOP/test/cluster
 VC=$CLUSTER/vcluster
 MPIEXEC=$CLUSTER/mpiexec-vc # mpitest_job's jobs start on node1 and span VC_HOSTFILE's nodes
@@ -74,6 +79,52 @@ vc_contype() {
             printf "# %d connections (%d between nodes) of %d process pairs, %d not as expected\n", n, inter, np, bad
             exit (bad > 0 || n == 0)
         }'
+}
+
+vc_mpi_set() {
+    local lname=$1 via=$2 np=$3 check=$4 t dir rc n_ok n_bad contype ct env
+    shift 4
+    vc_hosts "$@"
+    for t in ${VC_TESTS:-ring pt2pt coll rma datatype spawn connect}; do
+        dir=$MPITEST_TMP/$lname.$via.$t
+        mkdir -p "$dir"
+        env=(MPITEST_MPIEXEC="$CLUSTER/mpiexec-vc" MPITEST_NPS="$np" MPITEST_KEEP=1 TMPDIR="$dir"
+            PSP_DEBUG_CONTYPE=1)
+        [ "$via" = tcp ] && env+=(PSP_UCP=0)
+        env "${env[@]}" sh "$TOP/test/mpi/$t.t" >"$dir/tap" 2>"$dir/err"
+        rc=$?
+        n_ok=$(grep -c '^ok' "$dir/tap")
+        n_bad=$(grep -c '^not ok' "$dir/tap")
+        contype=$("$check" "$via" "$dir"/mpitest.*/*.err)
+        ct=$?
+        echo "$contype"
+        if [ $rc -eq 0 ] && [ "$n_bad" -eq 0 ] && [ "$n_ok" -gt 0 ] && [ $ct -eq 0 ]; then
+            tap ok "$lname over $via: $t ($n_ok TAP lines ok), $(echo "$contype" | tail -1 | cut -c3-)"
+        else
+            grep '^not ok' "$dir/tap" | head -5 | sed 's/^/# /'
+            tail -5 "$dir/err" | sed 's/^/# /'
+            tap "not ok" "$lname over $via: $t (status $rc, $n_bad not ok)"
+        fi
+    done
+}
+
+vc_mpich_tap() {
+    local log=$1 rc=$2 what=$3 line st
+    while IFS= read -r line; do
+        case $line in
+        *": passed "*" / failed "*)
+            if echo "$line" | grep -q "failed 0 / timed out 0"; then
+                tap ok "$line"
+            else
+                tap "not ok" "$line"
+            fi
+            ;;
+        "  FAIL"* | "  TIMEOUT"*) echo "# $line" ;;
+        *": skipped: "*) tap ok "${line%%: skipped*} # SKIP ${line#*: skipped: }" ;;
+        esac
+    done <"$log"
+    [ "$rc" -eq 0 ] && st=ok || { st="not ok"; tail -5 "$log" | sed 's/^/# /'; }
+    tap "$st" "maint/mpich-tests.sh --quick $what: exit status $rc"
 }
 
 vc_build() {

@@ -11,20 +11,5 @@ vc_up 2
 vc_hosts node1:2 node2:2
 "$TOP/maint/mpich-tests.sh" --quick --mpiexec="$CLUSTER/mpiexec-vc" >"$MPITEST_TMP/run.log" 2>&1
 rc=$?
-while IFS= read -r line; do
-    case $line in
-    *": passed "*" / failed "*)
-        d=${line%%:*}
-        if echo "$line" | grep -q "failed 0 / timed out 0"; then
-            tap ok "$line"
-        else
-            tap "not ok" "$line"
-        fi
-        ;;
-    "  FAIL"* | "  TIMEOUT"*) echo "# $line" ;;
-    *": skipped: "*) tap ok "${line%%: skipped*} # SKIP ${line#*: skipped: }" ;;
-    esac
-done <"$MPITEST_TMP/run.log"
-[ $rc -eq 0 ] && st=ok || { st="not ok"; tail -5 "$MPITEST_TMP/run.log" | sed 's/^/# /'; }
-tap "$st" "maint/mpich-tests.sh --quick across 2 nodes: exit status $rc"
+vc_mpich_tap "$MPITEST_TMP/run.log" $rc "across 2 nodes"
 mpitest_done

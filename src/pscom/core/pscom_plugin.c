@@ -322,6 +322,8 @@ void pscom_plugins_init(void)
     add_found_plugins();
     for (int i = 0; i < n_slots; i++) {
         plugin_slot_t *s = &slots[i];
+        if (!s->deferred && !s->plugin && !s->refused)
+            try_load(s); /* loaded at init anyway: its descriptor gives the rows' defaults */
         register_rows(s);
         if (s->user_prio == 0) {
             snprintf(s->status + strlen(s->status), sizeof(s->status) - strlen(s->status),

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -155,28 +156,28 @@ PSCOM_API void pscom_socket_serve(pscom_socket_t *socket, const char *service)
     pscom_unlock();
 }
 
-pscom_sock_t *pscom_sock_serving(const char *service)
+/* the socket whose field at offset (serves, addr) equals key */
+static pscom_sock_t *sock_with(size_t offset, const char *key)
 {
     list_head_t *p;
     list_for_each(p, &pscom_global.sockets)
     {
         pscom_sock_t *sock = list_entry(p, pscom_sock_t, next);
-        if (sock->serves[0] && !strcmp(sock->serves, service))
+        const char *v = (const char *)sock + offset;
+        if (v[0] && !strcmp(v, key))
             return sock;
     }
     return NULL;
 }
 
+pscom_sock_t *pscom_sock_serving(const char *service)
+{
+    return sock_with(offsetof(pscom_sock_t, serves), service);
+}
+
 pscom_sock_t *pscom_sock_by_addr(const char *addr)
 {
-    list_head_t *p;
-    list_for_each(p, &pscom_global.sockets)
-    {
-        pscom_sock_t *sock = list_entry(p, pscom_sock_t, next);
-        if (sock->addr[0] && !strcmp(sock->addr, addr))
-            return sock;
-    }
-    return NULL;
+    return sock_with(offsetof(pscom_sock_t, addr), addr);
 }
 
 static void stop_listen(pscom_sock_t *sock)

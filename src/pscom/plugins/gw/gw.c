@@ -60,6 +60,8 @@ typedef struct carrier {
     char role;     /* our end: 'C' we connected, 'A' psgwd connected to us */
     int authed;    /* the gateway proved the key */
     int named;     /* an accepted carrier's addr is the gateway's (from its first OPEN) */
+    int torn_down; /* failed, and its tunnels ended (teardown_poll) */
+    char reason[GW_REASON_MAX + GW_ADDR_MAX + 32];
     int failed;
     uint8_t nonce[GW_NONCE_LEN]; /* our challenge */
     uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
@@ -90,44 +92,28 @@ static pscom_socket_t *gw_sock;
 static list_head_t carriers = LIST_HEAD_INIT(carriers);
 static list_head_t waiting_open = LIST_HEAD_INIT(waiting_open);
 static pscom_request_t *frag_pool;
-static tunnel_t **tunnels;
-static uint32_t n_tunnels, gen;
+static gw_ids_t tunnels;
 static uint8_t key[GW_KEY_MAX];
 static size_t key_len;
 static const pscom_plugin_t pscom_plugin_gw;
 
 static tunnel_t *tunnel_get(uint64_t id)
 {
-    uint32_t i = (uint32_t)id;
-    if (!i || i > n_tunnels || !tunnels[i - 1] || tunnels[i - 1]->id != id)
-        return NULL;
-    return tunnels[i - 1];
+    return gw_ids_get(&tunnels, id);
 }
 
 static tunnel_t *tunnel_new(carrier_t *c)
 {
-    uint32_t i = 0;
-    while (i < n_tunnels && tunnels[i])
-        i++;
-    if (i == n_tunnels) {
-        uint32_t n = n_tunnels ? 2 * n_tunnels : 64;
-        tunnel_t **nt = realloc(tunnels, n * sizeof(*nt));
-        if (!nt)
-            return NULL;
-        memset(nt + n_tunnels, 0, (n - n_tunnels) * sizeof(*nt));
-        tunnels = nt;
-        n_tunnels = n;
-    }
     tunnel_t *t = calloc(1, sizeof(*t));
-    if (!t)
+    if (!t || !(t->id = gw_ids_add(&tunnels, t))) {
+        free(t);
         return NULL;
-    t->id = ((uint64_t)++gen << 32) | (i + 1);
+    }
     t->carrier = c;
     t->fd = t->core_fd = -1;
     t->credits = cfg.tokens;
     t->pending_tail = &t->pending;
     list_init(&t->waiting);
-    tunnels[i] = t;
     return t;
 }
 
@@ -135,52 +121,13 @@ static tunnel_t *tunnel_new(carrier_t *c)
 
 static pscom_request_t *frag_get(size_t len)
 {
-    pscom_request_t *req = frag_pool;
-    if (req) {
-        frag_pool = gw_buf(req)->next;
-    } else {
-        req = pscom_request_create(sizeof(gw_msg_t) + 16, sizeof(gw_buf_t));
-        if (!req)
-            return NULL;
-        gw_buf(req)->req = req;
-    }
-    gw_buf_t *b = gw_buf(req);
-    b->next = NULL;
-    b->tunnel = 0;
-    b->direct = 0;
-    if (b->cap < len) {
-        void *d = realloc(b->data, len);
-        if (!d) {
-            b->next = frag_pool;
-            frag_pool = req;
-            return NULL;
-        }
-        b->data = d;
-        b->cap = len;
-    }
-    return req;
+    return gw_pool_get(&frag_pool, len);
 }
 
+/* keeps buffers up to the MTU; an unusually large one goes */
 static void frag_put(pscom_request_t *req)
 {
-    gw_buf_t *b = gw_buf(req);
-    if (b->cap > cfg.mtu + 4096) { /* an unusually large one: do not keep it */
-        free(b->data);
-        b->data = NULL;
-        b->cap = 0;
-    }
-    b->next = frag_pool;
-    frag_pool = req;
-}
-
-static void frag_pool_free(void)
-{
-    while (frag_pool) {
-        pscom_request_t *req = frag_pool;
-        frag_pool = gw_buf(req)->next;
-        free(gw_buf(req)->data);
-        pscom_request_free(req);
-    }
+    gw_pool_put(&frag_pool, req, cfg.mtu + 4096);
 }
 
 /* ---- sending on a carrier ---- */
@@ -223,11 +170,12 @@ static void frag_sent(pscom_request_t *req)
 {
     tunnel_t *t = tunnel_get(gw_buf(req)->tunnel);
     size_t direct = gw_buf(req)->direct;
+    int sent = pscom_req_successful(req);
     frag_put(req);
     if (!t)
         return;
     t->inflight--;
-    if (direct && t->con) {
+    if (direct && t->con && sent) {
         /* the user's bytes are out: now they count as written (carrier sends complete in
            order, so these are the first t->ahead bytes of the head message) */
         t->ahead -= direct;
@@ -272,7 +220,7 @@ static void tunnel_free(tunnel_t *t)
         frag_put(req);
     }
     list_del(&t->waiting);
-    tunnels[(uint32_t)t->id - 1] = NULL;
+    gw_ids_del(&tunnels, t->id);
     free(t);
 }
 
@@ -397,6 +345,33 @@ static void send_open(tunnel_t *t)
 }
 
 /* The carrier failed: every tunnel through it fails */
+/* Tunnels of failed carriers end from a poller, outside the plugin's own calls: a carrier
+   fails inside a send (pscom reports a broken connection from the write), and the caller may
+   still use the tunnel it sent for. */
+static pscom_poller_t teardown_poller;
+static int teardown_on;
+
+static int teardown_poll(pscom_poller_t *p)
+{
+    (void)p;
+    pscom_poller_del(&teardown_poller);
+    teardown_on = 0;
+    list_head_t *pos;
+    list_for_each(pos, &carriers)
+    {
+        carrier_t *c = list_entry(pos, carrier_t, link);
+        if (!c->failed || c->torn_down)
+            continue;
+        c->torn_down = 1;
+        for (uint32_t i = 0; i < tunnels.n; i++) {
+            tunnel_t *t = tunnels.obj[i];
+            if (t && t->carrier == c)
+                tunnel_down(t, 1, c->reason);
+        }
+    }
+    return 1;
+}
+
 static void carrier_failed(carrier_t *c, const char *why)
 {
     if (c->failed)
@@ -407,12 +382,13 @@ static void carrier_failed(carrier_t *c, const char *why)
         c->order.held = gw_buf(req)->next;
         frag_put(req);
     }
-    char reason[GW_REASON_MAX + 64];
-    snprintf(reason, sizeof(reason), "lost gateway %s: %s", c->addr, why);
-    pscom_log(1, "gw: %s", reason);
-    for (uint32_t i = 0; i < n_tunnels; i++)
-        if (tunnels[i] && tunnels[i]->carrier == c)
-            tunnel_down(tunnels[i], 1, reason);
+    snprintf(c->reason, sizeof(c->reason), "lost gateway %s: %s", c->addr, why);
+    pscom_log(1, "gw: %s", c->reason);
+    if (!teardown_on) {
+        teardown_on = 1;
+        teardown_poller.poll = teardown_poll;
+        pscom_poller_add(&teardown_poller);
+    }
 }
 
 static void gw_con_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t err)
@@ -808,9 +784,11 @@ static const pscom_con_ops_t gw_con_ops = {
 
 static tunnel_t *tunnel_by_con(pscom_con_t *con)
 {
-    for (uint32_t i = 0; i < n_tunnels; i++)
-        if (tunnels[i] && tunnels[i]->con == con && tunnels[i]->state != T_DATA)
-            return tunnels[i];
+    for (uint32_t i = 0; i < tunnels.n; i++) {
+        tunnel_t *t = tunnels.obj[i];
+        if (t && t->con == con && t->state != T_DATA)
+            return t;
+    }
     return NULL;
 }
 
@@ -872,9 +850,11 @@ static int gw_finish(pscom_con_t *con, const void *reply, size_t reply_len)
 static void gw_start(pscom_con_t *con, int fd)
 {
     tunnel_t *t = NULL;
-    for (uint32_t i = 0; i < n_tunnels && !t; i++)
-        if (tunnels[i] && tunnels[i]->core_fd == fd && tunnels[i]->state == T_HANDSHAKE)
-            t = tunnels[i];
+    for (uint32_t i = 0; i < tunnels.n && !t; i++) {
+        tunnel_t *x = tunnels.obj[i];
+        if (x && x->core_fd == fd && x->state == T_HANDSHAKE)
+            t = x;
+    }
     if (!t) {
         close(fd);
         pscom_con_transport_failed(con, PSCOM_OP_CONNECT, PSCOM_ERR_PROTOCOL,
@@ -961,17 +941,18 @@ static void gw_destroy(void)
         }
     }
     list_head_t *p, *n;
+    if (teardown_on)
+        pscom_poller_del(&teardown_poller);
+    teardown_on = 0;
     list_for_each_safe(p, n, &carriers)
     {
         carrier_t *c = list_entry(p, carrier_t, link);
         list_del(&c->link);
         free(c);
     }
-    frag_pool_free();
+    gw_pool_free(&frag_pool);
     gw_routes_free();
-    free(tunnels);
-    tunnels = NULL;
-    n_tunnels = 0;
+    gw_ids_free(&tunnels);
 }
 
 static void gw_dump(FILE *out)

@@ -31,6 +31,7 @@
 #define GW_PROTO_H_INCLUDED
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "pscom.h"
 #include "pscom_hmac.h"
@@ -107,9 +108,112 @@ static inline gw_buf_t *gw_buf(pscom_request_t *req)
     return req->user;
 }
 
+/* A request from the pool with a buffer of at least len bytes (its user part a gw_buf_t) */
+static inline pscom_request_t *gw_pool_get(pscom_request_t **pool, size_t len)
+{
+    pscom_request_t *req = *pool;
+    if (req) {
+        *pool = gw_buf(req)->next;
+    } else {
+        req = pscom_request_create(sizeof(gw_msg_t) + 16, sizeof(gw_buf_t));
+        if (!req)
+            return NULL;
+        gw_buf(req)->req = req;
+    }
+    gw_buf_t *b = gw_buf(req);
+    b->next = NULL;
+    b->tunnel = 0;
+    b->direct = 0;
+    if (b->cap < len) {
+        void *d = realloc(b->data, len);
+        if (!d) {
+            b->next = *pool;
+            *pool = req;
+            return NULL;
+        }
+        b->data = d;
+        b->cap = len;
+    }
+    return req;
+}
+
+/* Back to the pool; a buffer larger than keep goes (an unusually large message) */
+static inline void gw_pool_put(pscom_request_t **pool, pscom_request_t *req, size_t keep)
+{
+    gw_buf_t *b = gw_buf(req);
+    if (b->cap > keep) {
+        free(b->data);
+        b->data = NULL;
+        b->cap = 0;
+    }
+    b->next = *pool;
+    *pool = req;
+}
+
+static inline void gw_pool_free(pscom_request_t **pool)
+{
+    while (*pool) {
+        pscom_request_t *req = *pool;
+        *pool = gw_buf(req)->next;
+        free(gw_buf(req)->data);
+        pscom_request_free(req);
+    }
+}
+
 static inline uint64_t gw_seq(pscom_request_t *req)
 {
     return ((const gw_msg_t *)req->xheader)->seq;
+}
+
+/* Tunnels by id (the plugin's and psgwd's): a slot and a generation, so that the id of a tunnel
+   that is gone never finds the next one in its slot */
+typedef struct gw_ids {
+    void **obj;
+    uint64_t *id;
+    uint32_t n, gen;
+} gw_ids_t;
+
+/* p's id, 0 when out of memory */
+static inline uint64_t gw_ids_add(gw_ids_t *t, void *p)
+{
+    uint32_t i = 0;
+    while (i < t->n && t->obj[i])
+        i++;
+    if (i == t->n) {
+        uint32_t n = t->n ? 2 * t->n : 64;
+        void **o = realloc(t->obj, n * sizeof(*o));
+        if (!o)
+            return 0;
+        t->obj = o;
+        uint64_t *d = realloc(t->id, n * sizeof(*d));
+        if (!d)
+            return 0;
+        t->id = d;
+        memset(t->obj + t->n, 0, (n - t->n) * sizeof(*o));
+        t->n = n;
+    }
+    t->obj[i] = p;
+    t->id[i] = ((uint64_t)++t->gen << 32) | (i + 1);
+    return t->id[i];
+}
+
+static inline void *gw_ids_get(const gw_ids_t *t, uint64_t id)
+{
+    uint32_t i = (uint32_t)id;
+    return i && i <= t->n && t->obj[i - 1] && t->id[i - 1] == id ? t->obj[i - 1] : NULL;
+}
+
+static inline void gw_ids_del(gw_ids_t *t, uint64_t id)
+{
+    if (gw_ids_get(t, id))
+        t->obj[(uint32_t)id - 1] = NULL;
+}
+
+static inline void gw_ids_free(gw_ids_t *t)
+{
+    free(t->obj);
+    free(t->id);
+    memset(t, 0, sizeof(*t));
 }
 
 /* In-order handling of a carrier's messages (see "Order" above) */
