@@ -14,7 +14,7 @@ vc_hosts node1:2 node3:2
 export VC_HEAD=node5 # hydra's node: it reaches both networks
 KEY=$MPITEST_TMP/job.key
 "$PREFIX/bin/psgwd" --new-key "$KEY"
-"$VC" exec node5 "$PREFIX/bin/psgwd" --listen 10.250.1.5:7000,10.250.2.5:7000 --key "$KEY" \
+"$VC" exec node5 env PSP_UCP=0 "$PREFIX/bin/psgwd" --listen 10.250.1.5:7000,10.250.2.5:7000 --key "$KEY" \
     --log "$MPITEST_TMP/gw.log" >"$MPITEST_TMP/gw.out" || {
     echo "Bail out! psgwd did not start: $(cat "$MPITEST_TMP/gw.out")"
     exit 1
