@@ -9,7 +9,7 @@
 #   through a plain read/write relay on node3: the floor of any forwarding process on this
 #   machine), and node1 -> psgwd -> node2 with the given PSP_GW_MTU x PSP_GW_TOKENS settings;
 #   each row the median of ROUNDS interleaved runs.
-#   test/bench/gateway.sh [ROUNDS] [MTU:TOKENS ...]     (default 3, "64k:16 16k:16 256k:16 64k:4 64k:64")
+#   test/bench/gateway.sh [ROUNDS] [MTU:TOKENS ...]     (default 3, "256k:16 16k:16 64k:16 1M:16 256k:4 256k:64 256k:0")
 # Transport between nodes: tcp (PSP_UCP=0), as the gateway's carriers over veth (UCX over tcp
 # cannot tell which of psgwd's two addresses a node reaches; see src/gateway/README.md).
 set -euo pipefail
@@ -17,7 +17,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 rounds=${1:-3}
 shift || true
 settings=("$@")
-[ ${#settings[@]} -gt 0 ] || settings=(64k:16 16k:16 256k:16 64k:4 64k:64)
+[ ${#settings[@]} -gt 0 ] || settings=(256k:16 16k:16 64k:16 1M:16 256k:4 256k:64 256k:0)
 prefix=${PSMPI_PREFIX:-$top/install}
 VC=$top/test/cluster/vcluster
 export VCLUSTER=gwbench

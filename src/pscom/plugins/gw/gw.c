@@ -39,7 +39,7 @@ static const pscom_env_row_t gw_env[] = {
     {"PSP_GW_KEY", "",
      "The job's key file for the gateways (mode 0600); empty: the route file's 'key' line.",
      PSCOM_ENV_STR, &cfg.key_path, 0, 0},
-    {"PSP_GW_MTU", "64k",
+    {"PSP_GW_MTU", "256k",
      "Largest fragment a gateway connection sends: the gateway forwards a fragment while the "
      "next one arrives.",
      PSCOM_ENV_SIZE, &cfg.mtu, 0, 0},
