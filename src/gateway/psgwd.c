@@ -28,10 +28,10 @@
 #include "gw_proto.h"
 #include "pscom.h"
 
-#define LISTEN_MAX 4
-#define KEYS_MAX   16
-#define WORKERS_MAX 64
-#define FRAG_MAX   (64u << 20)
+#define LISTEN_MAX     4
+#define KEYS_MAX       16
+#define WORKERS_MAX    64
+#define FRAG_MAX       (64u << 20)
 #define AUTH_TIMEOUT_S 10 /* a peer that has not proved a job key by then is dropped */
 
 static struct {
@@ -69,9 +69,9 @@ static void logf_(const char *fmt, ...)
 typedef struct gcar {
     pscom_connection_t *con;
     char name[192];
-    char role;   /* 'A': a rank connected to us; 'C': we connected to a rank */
-    int key;     /* the job key (index), -1 until the rank proved one */
-    int authed;  /* the peer proved the key */
+    char role;  /* 'A': a rank connected to us; 'C': we connected to a rank */
+    int key;    /* the job key (index), -1 until the rank proved one */
+    int authed; /* the peer proved the key */
     int failed, closing;
     int held_challenge; /* the rank's challenge, answered once we know its key */
     uint8_t nonce[GW_NONCE_LEN], peer_nonce[GW_NONCE_LEN];
@@ -141,8 +141,12 @@ static void send_msg(gcar_t *c, int type, uint16_t flags, uint64_t dst, uint64_t
 {
     if (c->failed)
         return;
-    gw_msg_t h = {.type = (uint8_t)type, .version = GW_PROTO_VERSION, .flags = flags, .dst = dst,
-                  .src = src, .seq = c->send_seq++};
+    gw_msg_t h = {.type = (uint8_t)type,
+                  .version = GW_PROTO_VERSION,
+                  .flags = flags,
+                  .dst = dst,
+                  .src = src,
+                  .seq = c->send_seq++};
     pscom_send(c->con, &h, sizeof(h), data, len);
 }
 
@@ -227,8 +231,9 @@ static void on_con_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t err
         return;
     if (err != PSCOM_ERR_EOF || !c->authed)
         logf_("%s: connection %s", c->name,
-              err == PSCOM_ERR_EOF ? "closed" : err == PSCOM_ERR_CONNECTION_REFUSED ? "refused"
-                                                                                  : "lost");
+              err == PSCOM_ERR_EOF                  ? "closed"
+              : err == PSCOM_ERR_CONNECTION_REFUSED ? "refused"
+                                                    : "lost");
     car_failed(c, err == PSCOM_ERR_EOF ? "it closed the connection" : "connection lost");
     car_drop(c);
 }
@@ -409,8 +414,7 @@ static void handle(gcar_t *c, pscom_request_t *req)
     if (rc < 0) {
         refused += !c->authed;
         logf_("dropped %s: protocol error (%s message of %zu bytes%s)", c->name,
-              gw_type_name(h->type), len,
-              c->authed ? "" : " before authentication");
+              gw_type_name(h->type), len, c->authed ? "" : " before authentication");
         car_failed(c, "protocol error");
         car_drop(c);
     }
@@ -553,9 +557,10 @@ static void parse_args(int argc, char **argv)
         }
     }
     if (!opt.n_listen || !opt.n_keys) {
-        fprintf(stderr, "psgwd: %s\n", !opt.n_listen ? "--listen is required"
-                                                      : "--key is required (psgwd --new-key FILE "
-                                                        "makes one)");
+        fprintf(stderr, "psgwd: %s\n",
+                !opt.n_listen ? "--listen is required"
+                              : "--key is required (psgwd --new-key FILE "
+                                "makes one)");
         usage(stderr);
         exit(2);
     }

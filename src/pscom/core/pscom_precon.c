@@ -26,10 +26,10 @@
 #include <unistd.h>
 #include "pscom_priv.h"
 
-#define FRAME_MAGIC   0x5053434du /* "PSCM" */
-#define PAYLOAD_MAX   (PSCOM_HS_BLOB_MAX + 32)
-#define REJECT_DUP    1
-#define REJECT_BADVER 2
+#define FRAME_MAGIC      0x5053434du /* "PSCM" */
+#define PAYLOAD_MAX      (PSCOM_HS_BLOB_MAX + 32)
+#define REJECT_DUP       1
+#define REJECT_BADVER    2
 #define REJECT_NOSERVICE 3
 
 enum frame_type {
@@ -282,7 +282,7 @@ static void connector_frame(precon_t *pre, int type, const unsigned char *payloa
         if (type != F_HELLO_ACK || len != sizeof(hello_t)) {
             int noservice = type == F_REJECT && len >= 1 && payload[0] == REJECT_NOSERVICE;
             fail_outgoing(pre, PSCOM_ERR_PROTOCOL,
-                          noservice           ? "the peer's process offers no such service"
+                          noservice          ? "the peer's process offers no such service"
                           : type == F_REJECT ? "rejected by the peer"
                                              : "bad handshake reply");
             return;

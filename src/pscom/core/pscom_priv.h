@@ -127,7 +127,7 @@ typedef struct recv_state {
 struct pscom_con {
     pscom_connection_t pub;
     pscom_sock_t *sock;
-    list_head_t next; /* in sock->cons */
+    list_head_t next;      /* in sock->cons */
     list_head_t kick_link; /* in pscom_io.c's kick_later while queued there */
     uint32_t magic;
     unsigned int eof_received : 1, eof_sent : 1, error_reported : 1, closed : 1, user_closed : 1,
@@ -190,9 +190,9 @@ struct pscom_sock {
     char addr[PSCOM_EP_STR_MAX]; /* "ip:port": identity for the tie-break */
     size_t con_userdata_size;
     const pscom_plugin_t *tag_plugin; /* matches this socket's tagged messages (pscom_tag.c) */
-    uint32_t bind_ip;    /* pscom_listen_addr's address (network order); 0: every interface */
-    char service[16];    /* pscom_socket_set_service: what its connections ask the peer for */
-    char serves[16];     /* pscom_socket_serve: the service whose incoming connections it takes */
+    uint32_t bind_ip; /* pscom_listen_addr's address (network order); 0: every interface */
+    char service[16]; /* pscom_socket_set_service: what its connections ask the peer for */
+    char serves[16];  /* pscom_socket_serve: the service whose incoming connections it takes */
 };
 
 static inline pscom_sock_t *get_sock(pscom_socket_t *pub)

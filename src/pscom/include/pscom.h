@@ -29,7 +29,8 @@ extern "C" {
 /* API version: major << 8 | minor. pscom_init() refuses a different major or a newer minor. */
 #define PSCOM_VERSION_MAJOR 1
 #define PSCOM_VERSION_MINOR                                                                        \
-    5 /* 5: pscom_listen_addr, pscom_socket_set_service, pscom_socket_serve; 4: PSCOM_ENV_SIZE_OPT, pscom_env_get; 3: PSCOM_TAG_DONE_INLINE; 2: tag matching in the    \
+    5 /* 5: pscom_listen_addr, pscom_socket_set_service, pscom_socket_serve; 4:                    \
+         PSCOM_ENV_SIZE_OPT, pscom_env_get; 3: PSCOM_TAG_DONE_INLINE; 2: tag matching in the       \
          transport; 1: pscom_set_oversubscribed */
 #define PSCOM_VERSION ((PSCOM_VERSION_MAJOR << 8) | PSCOM_VERSION_MINOR)
 

@@ -68,8 +68,8 @@ typedef struct gw_msg {
 } gw_msg_t;
 
 typedef struct gw_open {
-    char target[64]; /* "ip:port" of the socket the tunnel goes to */
-    char origin[96]; /* who opens it, for log lines: "r0000003 on node1 pid 123" */
+    char target[64];   /* "ip:port" of the socket the tunnel goes to */
+    char origin[96];   /* who opens it, for log lines: "r0000003 on node1 pid 123" */
     char gateway[128]; /* psgwd's addresses ("ip:port,ip:port"; filled by psgwd) */
 } gw_open_t;
 
@@ -86,11 +86,10 @@ static inline void gw_auth_mac(const uint8_t *key, size_t keylen, char role,
 
 static inline const char *gw_type_name(unsigned type)
 {
-    static const char *const names[] = {"?",  "CHALLENGE", "RESPONSE", "OPEN",  "OPEN_OK",
+    static const char *const names[] = {"?",  "CHALLENGE", "RESPONSE", "OPEN", "OPEN_OK",
                                         "HS", "DATA",      "CREDIT",   "CLOSE"};
     return type < GW_TYPE_END ? names[type] : "?";
 }
-
 
 /* A carrier message's request: the user part of every request the plugin and psgwd receive
    into and send from (their buffers outlive a message: requests are reused) */
@@ -218,8 +217,8 @@ static inline void gw_ids_free(gw_ids_t *t)
 
 /* In-order handling of a carrier's messages (see "Order" above) */
 typedef struct gw_order {
-    uint64_t next_seq;      /* the message to handle next */
-    pscom_request_t *held;  /* those that came early, by seq */
+    uint64_t next_seq;     /* the message to handle next */
+    pscom_request_t *held; /* those that came early, by seq */
 } gw_order_t;
 
 /* req arrived: 1 if it is the next to handle, else 0 and it is held */

@@ -168,8 +168,8 @@ static void peer_ident(const char *ip, ident_t *id)
     struct sockaddr_in sa = {.sin_family = AF_INET};
     char host[128] = "";
     if (inet_pton(AF_INET, ip, &sa.sin_addr) == 1 &&
-        getnameinfo((struct sockaddr *)&sa, sizeof(sa), host, sizeof(host), NULL, 0,
-                    NI_NAMEREQD) == 0)
+        getnameinfo((struct sockaddr *)&sa, sizeof(sa), host, sizeof(host), NULL, 0, NI_NAMEREQD) ==
+            0)
         add_name(id, host);
     id->index = host[0] && trailing_number(host) >= 0 ? trailing_number(host) : last_byte(ip);
 }
