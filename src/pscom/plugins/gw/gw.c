@@ -70,10 +70,10 @@ tunnel_t *tunnel_new(carrier_t *c)
 
 void tunnel_free(tunnel_t *t)
 {
-    if (t->fd >= 0) {
+    if (t->ufd.handler) /* registered from pump_start on (an opening tunnel is not yet) */
         pscom_ufd_del(&t->ufd);
+    if (t->fd >= 0)
         close(t->fd);
-    }
     while (t->pending) {
         pscom_request_t *req = t->pending;
         t->pending = gw_buf(req)->next;
@@ -365,10 +365,16 @@ static void gw_start(pscom_con_t *con, int fd)
         return;
     }
     /* core's last handshake frame is still in the socketpair: it goes before any data */
+    uint64_t id = t->id;
     pump_handler(&t->ufd, EPOLLIN);
-    if (!tunnel_get(t->id))
+    if (tunnel_get(id) != t) {
+        close(fd); /* core's end reached EOF: the tunnel is gone */
+        pscom_con_transport_failed(con, PSCOM_OP_CONNECT, PSCOM_ERR_IOERROR,
+                                   "gw: the tunnel closed during the handshake");
         return;
+    }
     pscom_ufd_del(&t->ufd);
+    t->ufd.handler = NULL;
     close(t->fd);
     close(fd);
     t->fd = t->core_fd = -1;
@@ -378,7 +384,7 @@ static void gw_start(pscom_con_t *con, int fd)
     snprintf(via, sizeof(via), "gw %s", t->carrier->addr);
     pscom_con_set_via(con, via);
     pscom_con_set_transport(con, &gw_con_ops, t);
-    while (t->pending && tunnel_get(t->id) == t && t->con) {
+    while (tunnel_get(id) == t && t->pending && t->con) {
         pscom_request_t *req = t->pending;
         t->pending = gw_buf(req)->next;
         if (!t->pending)
@@ -386,8 +392,8 @@ static void gw_start(pscom_con_t *con, int fd)
         feed(t, req);
         frag_put(req);
     }
-    if (tunnel_get(t->id) != t)
-        return;
+    if (tunnel_get(id) != t)
+        return; /* a callback of what was fed closed the connection */
     return_credits(t);
 }
 
