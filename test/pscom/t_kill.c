@@ -196,8 +196,8 @@ static void main_rank(pscom_connection_t **cons, char **pids)
        comes with the first connection a peer opens to us through it) and stays */
     const char *t = getenv("T_TRANSPORT");
     int slack = t && !strcmp(t, "gw");
-    ok(fds_now <= fds + slack, "no fd leaked for the dead connections (%d open before, %d now)", fds,
-       fds_now);
+    ok(fds_now <= fds + slack, "no fd leaked for the dead connections (%d open before, %d now)",
+       fds, fds_now);
     is(count_sysv_maps(), maps, "no SysV shm mapping left for the dead connections");
     ok(ping(con2, 0), "the bystander still answers (last ping)");
 }

@@ -110,49 +110,43 @@ PSCOM_API pscom_err_t pscom_listen(pscom_socket_t *socket, int portno)
 
 PSCOM_API pscom_err_t pscom_listen_addr(pscom_socket_t *socket, const char *addr)
 {
-    char ip[64], name[8];
+    /* "a.b.c.d:port", port 0 for any */
+    char ip[INET_ADDRSTRLEN + 1];
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
     struct in_addr a;
-    /* "ip:port" as in an endpoint string; port 0 is any */
-    if (!addr || pscom_ep_addr(addr, ip, sizeof(ip), name, sizeof(name)) != 0) {
-        if (addr && strchr(addr, ':') && !strcmp(strrchr(addr, ':'), ":0")) {
-            snprintf(ip, sizeof(ip), "%s", addr);
-        } else {
-            pscom_log(1, "pscom_listen_addr: '%s' is not ip:port", addr ? addr : "(null)");
-            return PSCOM_ERR_INVALID;
-        }
-    }
-    char *colon = strrchr(ip, ':');
-    int port = atoi(colon + 1);
-    *colon = '\0';
-    if (inet_pton(AF_INET, ip, &a) != 1 || a.s_addr == 0)
+    char *end;
+    long port = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (!colon || (size_t)(colon - addr) >= sizeof(ip) || end == colon + 1 || *end || port < 0 ||
+        port > 65535) {
+        pscom_log(1, "pscom_listen_addr: '%s' is not ip:port", addr ? addr : "(null)");
         return PSCOM_ERR_INVALID;
+    }
+    snprintf(ip, sizeof(ip), "%.*s", (int)(colon - addr), addr);
+    if (inet_pton(AF_INET, ip, &a) != 1 || a.s_addr == 0) {
+        pscom_log(1, "pscom_listen_addr: '%s' is not ip:port", addr);
+        return PSCOM_ERR_INVALID;
+    }
     pscom_lock();
-    pscom_err_t ret = listen_at(get_sock(socket), a.s_addr, port ? port : -1);
+    pscom_err_t ret = listen_at(get_sock(socket), a.s_addr, port ? (int)port : -1);
     int e = errno;
     pscom_unlock();
     errno = e;
     return ret;
 }
 
-static void set_word(char *dst, size_t size, const char *src)
-{
-    size_t i = 0;
-    for (; src && src[i] && i < size - 1; i++)
-        dst[i] = src[i];
-    dst[i] = '\0';
-}
-
 PSCOM_API void pscom_socket_set_service(pscom_socket_t *socket, const char *service)
 {
+    pscom_sock_t *sock = get_sock(socket);
     pscom_lock();
-    set_word(get_sock(socket)->service, sizeof(get_sock(socket)->service), service);
+    snprintf(sock->service, sizeof(sock->service), "%s", service ? service : "");
     pscom_unlock();
 }
 
 PSCOM_API void pscom_socket_serve(pscom_socket_t *socket, const char *service)
 {
+    pscom_sock_t *sock = get_sock(socket);
     pscom_lock();
-    set_word(get_sock(socket)->serves, sizeof(get_sock(socket)->serves), service);
+    snprintf(sock->serves, sizeof(sock->serves), "%s", service ? service : "");
     pscom_unlock();
 }
 

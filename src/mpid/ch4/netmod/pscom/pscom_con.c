@@ -65,6 +65,13 @@ pscom_connection_t *MPIDI_PSCOM_av_reconnect(MPIDI_av_entry_t *av)
     return a->con;
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 void MPIDI_PSCOM_con_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t err)
 {
     if (MPIDI_PSCOM_global.finalizing)
@@ -81,9 +88,7 @@ void MPIDI_PSCOM_con_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t e
            gateway or link nobody else sees. MPIDI_PSCOM_check_lost ends the job after
            PSP_MPI_LOST_PEER_ABORT seconds if it still runs. */
         if (!MPIDI_PSCOM_global.lost_at_ns) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            MPIDI_PSCOM_global.lost_at_ns = (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+            MPIDI_PSCOM_global.lost_at_ns = now_ns();
             snprintf(MPIDI_PSCOM_global.lost_msg, sizeof(MPIDI_PSCOM_global.lost_msg),
                      "pscom netmod: connection %s broke: %s", pscom_con_str(con),
                      pscom_err_str(err));
@@ -130,11 +135,8 @@ static void close_con(pscom_connection_t *con)
 
 void MPIDI_PSCOM_check_lost(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
     if (MPIDI_PSCOM_global.finalizing ||
-        now - MPIDI_PSCOM_global.lost_at_ns < MPIDI_PSCOM_lost_peer_abort_s * 1000000000ull)
+        now_ns() - MPIDI_PSCOM_global.lost_at_ns < MPIDI_PSCOM_lost_peer_abort_s * 1000000000ull)
         return;
     MPIDI_PSCOM_global.lost_at_ns = 0;
     MPID_Abort(NULL, MPI_ERR_OTHER, 1, MPIDI_PSCOM_global.lost_msg);

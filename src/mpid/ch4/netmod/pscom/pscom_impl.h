@@ -173,7 +173,8 @@ void MPIDI_PSCOM_con_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t e
 int MPIDI_PSCOM_connect_av(MPIDI_av_entry_t *av, const char *ep);
 pscom_connection_t *MPIDI_PSCOM_av_reconnect(MPIDI_av_entry_t *av);
 void MPIDI_PSCOM_reap_closed(void);
-void MPIDI_PSCOM_check_lost(void); /* a broken connection: abort once PSP_MPI_LOST_PEER_ABORT passed */
+void MPIDI_PSCOM_check_lost(
+    void); /* a broken connection: abort once PSP_MPI_LOST_PEER_ABORT passed */
 extern unsigned MPIDI_PSCOM_lost_peer_abort_s;
 
 /* The connection to the process of av entry; made again if the peer had closed the old one. */
