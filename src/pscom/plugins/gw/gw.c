@@ -90,6 +90,13 @@ void tunnel_free(tunnel_t *t)
 void tunnel_down(tunnel_t *t, int error, const char *why)
 {
     t->peer_gone = 1;
+    if (!error && t->state == T_HANDSHAKE) {
+        /* the peer finished the handshake, sent its messages and closed, all before our core
+           read the handshake's last frame: keep the tunnel (and the data it holds) for
+           gw_start, which then reports the close; our pump frees it if core gives up */
+        t->peer_closed = 1;
+        return;
+    }
     if (t->state == T_DATA && t->con) {
         /* core closes the transport: gw_close frees t */
         pscom_con_transport_failed(t->con, PSCOM_OP_RW, PSCOM_ERR_IOERROR, why);
@@ -394,6 +401,10 @@ static void gw_start(pscom_con_t *con, int fd)
     }
     if (tunnel_get(id) != t)
         return; /* a callback of what was fed closed the connection */
+    if (t->peer_closed) {
+        pscom_con_transport_failed(con, PSCOM_OP_READ, PSCOM_ERR_EOF, "closed by the peer");
+        return;
+    }
     return_credits(t);
 }
 

@@ -48,6 +48,7 @@ typedef struct tunnel {
     int fd, core_fd;  /* socketpair of the handshake: ours, core's */
     pscom_ufd_t ufd;
     int state, peer_gone;
+    int peer_closed;          /* the peer closed in order before our core finished the handshake */
     int writing, write_again; /* in gw_write_start: nested calls only ask for another round */
     char target[GW_ADDR_MAX];
     uint32_t credits, owed;
