@@ -97,6 +97,15 @@ void tunnel_down(tunnel_t *t, int error, const char *why)
         t->peer_closed = 1;
         return;
     }
+    if (t->state == T_DATA && t->con && t->ahead && !t->carrier->failed) {
+        /* fragments sent from the user's buffer are still queued on the healthy carrier:
+           failing the connection now would complete their send requests and free the
+           buffer under the carrier (EFAULT, or a garbled carrier stream); frag_sent ends it */
+        t->down_deferred = 1;
+        t->down_error = error;
+        snprintf(t->down_why, sizeof(t->down_why), "%s", why);
+        return;
+    }
     if (t->state == T_DATA && t->con) {
         /* core closes the transport: gw_close frees t */
         pscom_con_transport_failed(t->con, PSCOM_OP_RW, PSCOM_ERR_IOERROR, why);

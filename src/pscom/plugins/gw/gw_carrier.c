@@ -69,6 +69,14 @@ static void frag_sent(pscom_request_t *req)
     if (!t)
         return;
     t->inflight--;
+    if (direct && t->down_deferred) {
+        t->ahead -= direct;
+        if (!t->ahead) {
+            t->down_deferred = 0;
+            tunnel_down(t, t->down_error, t->down_why);
+        }
+        return;
+    }
     if (direct && t->con && sent) {
         /* the user's bytes are out: now they count as written (carrier sends complete in
            order, so these are the first t->ahead bytes of the head message) */

@@ -54,6 +54,10 @@ typedef struct tunnel {
     uint32_t credits, owed;
     unsigned inflight; /* DATA fragments posted on the carrier, not yet written */
     size_t ahead;      /* bytes of the head message posted from its buffer, not yet written */
+    int down_deferred; /* tunnel_down waits for ahead == 0: core must not hand the buffer back
+                          to its owner while the carrier still reads from it */
+    int down_error;
+    char down_why[GW_REASON_MAX + 1];
     pscom_request_t *pending, **pending_tail; /* DATA that came before con_start */
     list_head_t waiting; /* in waiting_open: the carrier is not authenticated yet */
 } tunnel_t;
