@@ -13,6 +13,10 @@ mpi_core_sources += src/mpid/ch4/netmod/pscom/func_table.c \
                     src/mpid/ch4/netmod/pscom/pscom_comm.c \
                     src/mpid/ch4/netmod/pscom/pscom_spawn.c \
                     src/mpid/ch4/netmod/pscom/pscom_win.c \
+                    src/mpid/ch4/netmod/pscom/pscom_psnam_win.c \
+                    src/mpid/ch4/netmod/pscom/pscom_psnam_shm.c \
+                    src/mpid/ch4/netmod/pscom/pscom_psnam_nam.c \
+                    src/mpid/ch4/netmod/pscom/pscom_psnam_lib.c \
                     src/mpid/ch4/netmod/pscom/pscom_datatype.c \
                     src/mpid/ch4/netmod/pscom/pscom_part.c \
                     src/mpid/ch4/netmod/pscom/pscom_msa.c \

@@ -17,6 +17,10 @@
 static int sched_yield_cfg = -1;
 static int direct_connect_cfg;
 unsigned MPIDI_PSCOM_lost_peer_abort_s = 10;
+/* read through pscom_env_get by the PSNAM windows (pscom_psnam_*.c) */
+static const char *nam_server_cfg, *nam_key_cfg, *psnam_dir_cfg;
+static unsigned nam_timeout_cfg = 60;
+static size_t nam_chunk_cfg = 1u << 20;
 static const pscom_env_row_t env_rows[] = {
     {"PSP_DIRECT_CONNECT", "0",
      "MPI: open the connections to all processes of MPI_COMM_WORLD in MPI_Init (default: on "
@@ -31,6 +35,24 @@ static const pscom_env_row_t env_rows[] = {
      "aborts the job, naming the connection, if the launcher has not ended it by then (a lost "
      "gateway, a cut link); 0: at once",
      PSCOM_ENV_UINT, &MPIDI_PSCOM_lost_peer_abort_s, 0, 0},
+    {"PSP_NAM_SERVER", "",
+     "PSNAM: host:port of the psnamd that nam windows use when their info has no psnam_server",
+     PSCOM_ENV_STR, &nam_server_cfg, 0, 0},
+    {"PSP_NAM_KEY", "",
+     "PSNAM: the key file that proves ownership of nam regions to psnamd (default "
+     "~/.psnam.key, created with mode 0600 at the first use)",
+     PSCOM_ENV_STR, &nam_key_cfg, 0, 0},
+    {"PSP_NAM_TIMEOUT", "60",
+     "PSNAM: seconds a nam window waits for psnamd to answer a request before its operations "
+     "fail (a lock waits as long as it takes)",
+     PSCOM_ENV_UINT, &nam_timeout_cfg, 0, 0},
+    {"PSP_NAM_CHUNK", "1M",
+     "PSNAM: largest piece of a nam window's put, get or accumulate sent to psnamd at a time "
+     "(at most 4M; pieces pipeline through the daemon)",
+     PSCOM_ENV_SIZE, &nam_chunk_cfg, 0, 0},
+    {"PSP_PSNAM_DIR", "/dev/shm",
+     "PSNAM: directory of the shm manifestation's segment files (psnam.NAME.RANK); a tmpfs",
+     PSCOM_ENV_STR, &psnam_dir_cfg, 0, 0},
     {NULL, NULL, NULL, PSCOM_ENV_INT, NULL, 0, 0},
 };
 

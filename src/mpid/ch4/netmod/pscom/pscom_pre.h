@@ -47,9 +47,16 @@ typedef struct {
     int unused;
 } MPIDI_PSCOM_dt_t;
 
+/* Window: a PSNAM window's state (pscom_psnam.h); nam set only for the nam manifestation,
+   whose RMA operations all go to psnamd (pscom_rma.h branches on it) */
 typedef struct {
-    int unused;
+    void *psnam;
+    void *nam;
 } MPIDI_PSCOM_win_t;
+
+/* MPI_Win_shared_query on a PSNAM window (maint/patches/0014): its shm segments are files
+   that node peers map; a nam window answers size 0 */
+#define MPID_Win_shared_query_allowed(win_) ((win_)->dev.netmod.pscom.psnam != NULL)
 
 typedef struct {
     int unused;

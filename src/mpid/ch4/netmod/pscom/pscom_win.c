@@ -1,10 +1,11 @@
 /*
  * RMA windows: MPIDIG implements every flavour and operation over our active messages.
- * With --without-ch4-shmmods these entry points are called directly by MPID_Win_*; this is
- * where PSNAM-backed windows will branch off (DESIGN.md section 6).
+ * With --without-ch4-shmmods these entry points are called directly by MPID_Win_*; a window
+ * allocated with psnam_* info keys is a PSNAM window instead (pscom_psnam.h).
  */
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
+#include "pscom_psnam.h"
 
 int MPIDI_PSCOM_mpi_win_set_info(MPIR_Win *win, MPIR_Info *info)
 {
@@ -13,11 +14,16 @@ int MPIDI_PSCOM_mpi_win_set_info(MPIR_Win *win, MPIR_Info *info)
 
 int MPIDI_PSCOM_mpi_win_get_info(MPIR_Win *win, MPIR_Info **info_p)
 {
-    return MPIDIG_mpi_win_get_info(win, info_p);
+    int mpi_errno = MPIDIG_mpi_win_get_info(win, info_p);
+    if (!mpi_errno && MPIDI_PSNAM_WIN(win))
+        mpi_errno = MPIDI_PSNAM_get_info(win, *info_p);
+    return mpi_errno;
 }
 
 int MPIDI_PSCOM_mpi_win_free(MPIR_Win **win_ptr)
 {
+    if (MPIDI_PSNAM_WIN(*win_ptr))
+        return MPIDI_PSNAM_free(win_ptr);
     return MPIDIG_mpi_win_free(win_ptr);
 }
 
@@ -46,6 +52,8 @@ int MPIDI_PSCOM_mpi_win_detach(MPIR_Win *win, const void *base)
 int MPIDI_PSCOM_mpi_win_allocate(MPI_Aint size, int disp_unit, MPIR_Info *info, MPIR_Comm *comm,
                                  void *baseptr, MPIR_Win **win)
 {
+    if (MPIDI_PSNAM_wants(info))
+        return MPIDI_PSNAM_allocate(size, disp_unit, info, comm, baseptr, win);
     return MPIDIG_mpi_win_allocate(size, disp_unit, info, comm, baseptr, win);
 }
 
