@@ -120,6 +120,15 @@ static void close_dropped(void)
     }
 }
 
+#define SPIN_NS 2000000ull /* poll this long after the last request before blocking */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
 {
@@ -993,8 +1002,13 @@ int main(int argc, char **argv)
     logf_("listening on %.*s, --memory %llu bytes (%llu in use)%s%s", eplen, ep,
           (unsigned long long)opt.memory, (unsigned long long)used,
           opt.backing ? ", --backing " : "", opt.backing ? opt.backing : "");
+    /* poll while requests come (a client waits for each answer: sleeping between them would
+       add the wake-up to every round trip), block once idle for a while */
+    uint64_t idle_since = now_ns();
     while (!stop_signal) {
-        pscom_progress(200);
+        if (pscom_progress(0) ||
+            (now_ns() - idle_since > SPIN_NS && pscom_progress(200)))
+            idle_since = now_ns();
         close_dropped();
     }
     uint32_t n = n_regions;

@@ -244,7 +244,15 @@ static void do_rma(const char *m, const char *name)
         MPI_Win_sync(win);
         ok = qbase == base && qsize == (MPI_Aint)(N * sizeof(int)) && qbase[0] == from * 1000 + 1;
         MPI_Win_unlock(rank, win);
-        check(ok, "MPI_Win_shared_query: this rank's segment for load/store");
+        /* the next rank's segment, mapped from its file (one node in this test) */
+        int *tbase = NULL;
+        MPI_Win_shared_query(win, t, &qsize, &qdu, &tbase);
+        MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win);
+        MPI_Win_sync(win);
+        ok &= tbase && tbase != base && qsize == (MPI_Aint)(N * sizeof(int)) &&
+              (np == 1 || tbase[0] == rank * 1000 + 1);
+        MPI_Win_unlock(t, win);
+        check(ok, "MPI_Win_shared_query: this rank's and the next rank's segment for load/store");
     } else {
         check(qbase == NULL && qsize == 0, "MPI_Win_shared_query: no load/store on a nam window");
     }

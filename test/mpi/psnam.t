@@ -180,5 +180,20 @@ run 2 "nam --backing write" write nam kept
 psnamd_stop
 psnamd_start --backing "$MPITEST_TMP/backing" || tap "not ok" "psnamd restarts with --backing"
 run 2 "nam --backing: data after a restart" verify nam kept 0
+# free --all: every region of ours goes
+"$PSNAM" --server "$PSP_NAM_SERVER" free --all | sed 's/^/# /'
+[ -z "$("$PSNAM" --server "$PSP_NAM_SERVER" list | sed 1d)" ] && [ -z "$(ls "$MPITEST_TMP/backing")" ] &&
+    tap ok "psnam --server free --all: no region left, backing files removed" ||
+    tap "not ok" "psnam --server free --all: no region left, backing files removed"
 psnamd_stop
+run 2 "shm for free --all" write shm all1
+"$PSNAM" free --all | sed 's/^/# /'
+[ -z "$(ls "$PSP_PSNAM_DIR")" ] && tap ok "psnam free --all: no segment file left" ||
+    tap "not ok" "psnam free --all: no segment file left"
+"$PSNAM" info nosuch >/dev/null 2>&1
+[ $? = 1 ] && tap ok "psnam info of a missing region: exit status 1" ||
+    tap "not ok" "psnam info of a missing region: exit status 1"
+"$PSNAM" free 'bad/name' >/dev/null 2>&1
+[ $? = 2 ] && tap ok "psnam with a bad region name: exit status 2" ||
+    tap "not ok" "psnam with a bad region name: exit status 2"
 mpitest_done

@@ -29,6 +29,7 @@ typedef struct MPIDI_PSNAM_win {
     psnam_client_t *client;
     uint32_t handle;
     int *disp_units;      /* per target rank */
+    size_t chunk;         /* PSP_NAM_CHUNK, read once */
     unsigned outstanding; /* requests of this window not answered yet */
     int error;            /* the first failure since the last synchronisation */
     char error_msg[PSNAM_REASON_MAX + 64];

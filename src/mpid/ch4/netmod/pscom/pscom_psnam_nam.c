@@ -135,6 +135,7 @@ int MPIDI_PSNAM_nam_open(MPIDI_PSNAM_win_t *w, MPIR_Comm *comm, int disp_unit, i
     mpi_errno = MPIR_Bcast(&hello, sizeof(hello), MPI_BYTE, 0, comm, &errflag);
     if (mpi_errno)
         goto out;
+    w->chunk = chunk_bytes(); /* the configuration lookup costs more than a small request */
     int local = hello.status, st = PSNAM_OK;
     char reason[PSNAM_REASON_MAX + 64] = "";
     snprintf(reason, sizeof(reason), "%s", hello.why);
@@ -307,7 +308,7 @@ static void post_piece(nam_op_t *op, psnam_msg_t *m, const void *data, size_t le
 
 /* The contiguous pieces of the target: (offset, bytes) pairs. 0, or an MPI error. */
 static int target_pieces(MPIDI_PSNAM_win_t *w, int rank, MPI_Aint disp, MPI_Aint count,
-                         MPI_Datatype type, struct iovec **out, MPI_Aint *n_out)
+                         MPI_Datatype type, struct iovec *one, struct iovec **out, MPI_Aint *n_out)
 {
     MPI_Aint base = disp * w->disp_units[rank];
     int contig;
@@ -316,9 +317,7 @@ static int target_pieces(MPIDI_PSNAM_win_t *w, int rank, MPI_Aint disp, MPI_Aint
         MPI_Aint size, lb;
         MPIR_Datatype_get_size_macro(type, size);
         MPIR_Datatype_get_true_lb(type, &lb);
-        *out = MPL_malloc(sizeof(struct iovec), MPL_MEM_RMA);
-        if (!*out)
-            return MPIDI_PSNAM_error(MPI_ERR_NO_MEM, "out of memory");
+        *out = one; /* the common case without an allocation */
         (*out)[0].iov_base = (void *)(base + lb);
         (*out)[0].iov_len = (size_t)(size * count);
         *n_out = 1;
@@ -437,14 +436,15 @@ static int transfer(int is_get, void *oaddr, MPI_Aint ocount, MPI_Datatype otype
     int mpi_errno = check_target(win, w, trank);
     if (mpi_errno)
         return mpi_errno;
-    struct iovec *iov;
+    struct iovec one, *iov;
     MPI_Aint n;
-    mpi_errno = target_pieces(w, trank, tdisp, tcount, ttype, &iov, &n);
+    mpi_errno = target_pieces(w, trank, tdisp, tcount, ttype, &one, &iov, &n);
     if (mpi_errno)
         return mpi_errno;
     nam_op_t *op = op_new(w, req);
     if (!op) {
-        MPL_free(iov);
+        if (iov != &one)
+            MPL_free(iov);
         return MPIDI_PSNAM_error(MPI_ERR_NO_MEM, "out of memory");
     }
     MPI_Aint bytes;
@@ -457,7 +457,7 @@ static int transfer(int is_get, void *oaddr, MPI_Aint ocount, MPI_Datatype otype
     } else {
         o = (char *)origin_bytes(oaddr, ocount, otype, &op->owned, &bytes);
     }
-    size_t chunk = chunk_bytes(), done = 0;
+    size_t chunk = w->chunk, done = 0;
     for (MPI_Aint i = 0; o && i < n; i++) {
         for (size_t off = 0; off < iov[i].iov_len && done < (size_t)bytes;) {
             size_t len = iov[i].iov_len - off < chunk ? iov[i].iov_len - off : chunk;
@@ -476,7 +476,8 @@ static int transfer(int is_get, void *oaddr, MPI_Aint ocount, MPI_Datatype otype
             done += len;
         }
     }
-    MPL_free(iov);
+    if (iov != &one)
+        MPL_free(iov);
     if (!o)
         op->status = PSNAM_E_NOSPACE;
     op_post_done(op);
@@ -540,20 +541,22 @@ int MPIDI_PSNAM_accumulate(const void *origin_addr, MPI_Aint origin_count,
     int mpi_errno = check_target(win, w, target_rank);
     if (mpi_errno)
         return mpi_errno;
-    struct iovec *iov;
+    struct iovec one, *iov;
     MPI_Aint n;
-    mpi_errno = target_pieces(w, target_rank, target_disp, target_count, target_datatype, &iov, &n);
+    mpi_errno =
+        target_pieces(w, target_rank, target_disp, target_count, target_datatype, &one, &iov, &n);
     if (mpi_errno)
         return mpi_errno;
     nam_op_t *nop = op_new(w, req);
     if (!nop) {
-        MPL_free(iov);
+        if (iov != &one)
+            MPL_free(iov);
         return MPIDI_PSNAM_error(MPI_ERR_NO_MEM, "out of memory");
     }
     MPI_Aint bytes;
     const char *o = origin_bytes(origin_addr, origin_count, origin_datatype, &nop->owned, &bytes);
     char *r = fetch && o ? result_bytes(nop, result_addr, result_count, result_datatype) : NULL;
-    size_t chunk = chunk_bytes() / (size_t)esize * (size_t)esize, done = 0;
+    size_t chunk = w->chunk / (size_t)esize * (size_t)esize, done = 0;
     for (MPI_Aint i = 0; o && (!fetch || r) && i < n; i++) {
         for (size_t off = 0; off < iov[i].iov_len && done < (size_t)bytes;) {
             size_t len = iov[i].iov_len - off < chunk ? iov[i].iov_len - off : chunk;
@@ -568,7 +571,8 @@ int MPIDI_PSNAM_accumulate(const void *origin_addr, MPI_Aint origin_count,
             done += len;
         }
     }
-    MPL_free(iov);
+    if (iov != &one)
+        MPL_free(iov);
     if (!o || (fetch && !r))
         nop->status = PSNAM_E_NOSPACE;
     op_post_done(nop);
