@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -120,7 +121,8 @@ static void close_dropped(void)
     }
 }
 
-#define SPIN_NS 2000000ull /* poll this long after the last request before blocking */
+#define SPIN_NS  2000000ull /* poll this long after the last request before blocking */
+#define YIELD_NS 20000ull   /* and from this long on, yield between the polls */
 
 static uint64_t now_ns(void)
 {
@@ -1003,12 +1005,21 @@ int main(int argc, char **argv)
           (unsigned long long)opt.memory, (unsigned long long)used,
           opt.backing ? ", --backing " : "", opt.backing ? opt.backing : "");
     /* poll while requests come (a client waits for each answer: sleeping between them would
-       add the wake-up to every round trip), block once idle for a while */
+       add the wake-up to every round trip), block once idle for a while; in between yield
+       the CPU to whoever wants it (the kernel's network work for a stream of large puts) */
     uint64_t idle_since = now_ns();
     while (!stop_signal) {
-        if (pscom_progress(0) ||
-            (now_ns() - idle_since > SPIN_NS && pscom_progress(200)))
+        if (pscom_progress(0)) {
             idle_since = now_ns();
+        } else {
+            uint64_t idle = now_ns() - idle_since;
+            if (idle > SPIN_NS) {
+                if (pscom_progress(200))
+                    idle_since = now_ns();
+            } else if (idle > YIELD_NS) {
+                sched_yield();
+            }
+        }
         close_dropped();
     }
     uint32_t n = n_regions;

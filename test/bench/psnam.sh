@@ -84,8 +84,12 @@ row "PSNAM nam, psnamd on loopback" "$tmp/psnam-nam"
 echo
 echo "pscom_pp over tcp (PSP_SHM=0 PSP_UCP=0): the references of the nam targets"
 echo
-echo "| path | ping-pong 8 B us | streaming 1 MiB MB/s |"
-echo "|---|---|---|"
-echo "| loopback | $(median "$tmp/tcp" '$1=="lat" && $3==8' 5) | $(median "$tmp/tcp" '$1=="bw" && $3==1048576' 6) |"
-[ $cluster = 0 ] ||
-    echo "| node2 -> node1 | $(median "$tmp/vc-tcp" '$1=="lat" && $3==8' 5) | $(median "$tmp/vc-tcp" '$1=="bw" && $3==1048576' 6) |"
+echo "| path | ping-pong 8 B, one way us | round trip us | streaming 1 MiB MB/s |"
+echo "|---|---|---|---|"
+ref() { # LABEL FILE-PREFIX
+    local lat
+    lat=$(median "$2" '$1=="lat" && $3==8' 5)
+    echo "| $1 | $lat | $(awk -v l="$lat" 'BEGIN { printf "%.2f", 2 * l }') | $(median "$2" '$1=="bw" && $3==1048576' 6) |"
+}
+ref loopback "$tmp/tcp"
+[ $cluster = 0 ] || ref "node2 -> node1" "$tmp/vc-tcp"

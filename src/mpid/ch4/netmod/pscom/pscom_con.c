@@ -79,14 +79,26 @@ void MPIDI_PSCOM_con_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t e
     if (err != PSCOM_ERR_EOF) {
         fprintf(stderr, "pscom netmod: connection %s failed (op %d): %s\n", pscom_con_str(con),
                 (int)op, pscom_err_str(err));
-        /* A peer we never reached (refused, unreachable, a gateway that would not take us):
-           nothing else ends the job, and a receive from that peer would wait forever. */
-        if (op == PSCOM_OP_CONNECT)
-            MPID_Abort(NULL, MPI_ERR_OTHER, 1, "pscom netmod: cannot connect to a peer process");
         /* A connection lost later: a dead rank or node is the launcher's to report (it names
            both, within a second or, for a node cut off, hydra's keepalive time); a lost
            gateway or link nobody else sees. MPIDI_PSCOM_check_lost ends the job after
-           PSP_MPI_LOST_PEER_ABORT seconds if it still runs. */
+           PSP_MPI_LOST_PEER_ABORT seconds if it still runs.
+           A peer we never reached (refused, unreachable, a gateway that would not take us):
+           nothing else ends the job if it lives, and a receive from it would wait forever, so
+           the job ends after one second; not at once: a peer that just died is refused too,
+           and the launcher's report of that death (rank, host, signal) must come first. */
+        uint64_t grace_ns = (uint64_t)MPIDI_PSCOM_lost_peer_abort_s * 1000000000ull;
+        if (op == PSCOM_OP_CONNECT && grace_ns > 1000000000ull) {
+            uint64_t now = now_ns(); /* counted as lost abort_s - 1 seconds ago */
+            if (!MPIDI_PSCOM_global.lost_at_ns ||
+                MPIDI_PSCOM_global.lost_at_ns > now - grace_ns + 1000000000ull) {
+                MPIDI_PSCOM_global.lost_at_ns = now - grace_ns + 1000000000ull;
+                snprintf(MPIDI_PSCOM_global.lost_msg, sizeof(MPIDI_PSCOM_global.lost_msg),
+                         "pscom netmod: cannot connect to %s: %s", pscom_con_str(con),
+                         pscom_err_str(err));
+            }
+            return;
+        }
         if (!MPIDI_PSCOM_global.lost_at_ns) {
             MPIDI_PSCOM_global.lost_at_ns = now_ns();
             snprintf(MPIDI_PSCOM_global.lost_msg, sizeof(MPIDI_PSCOM_global.lost_msg),

@@ -13,6 +13,7 @@
 #include "pscom_psnam.h"
 #include "../../../../psnam/psnam_op.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 enum { TAG_POST = 1, TAG_DONE = 2 };
@@ -627,11 +628,20 @@ int MPIDI_PSNAM_compare_and_swap(const void *origin_addr, const void *compare_ad
 int MPIDI_PSNAM_flush(MPIR_Win *win)
 {
     MPIDI_PSNAM_win_t *w = MPIDI_PSNAM_NAM(win);
+    unsigned last = w->outstanding, idle = 0;
     while (w->outstanding) {
         int mpi_errno = MPID_Progress_test(NULL);
         if (mpi_errno)
             return mpi_errno;
         psnam_check(w->client);
+        /* nothing answered for a while: psnamd (or the kernel moving our data to it) may
+           need this CPU more than our polling does */
+        if (w->outstanding != last) {
+            last = w->outstanding;
+            idle = 0;
+        } else if (++idle > 64) {
+            sched_yield();
+        }
     }
     if (!w->error)
         return MPI_SUCCESS;
