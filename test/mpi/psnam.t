@@ -60,8 +60,8 @@ trap 'kill -9 $psnamd_pid 2>/dev/null; rm -rf "$MPITEST_TMP"' EXIT
 
 # garbage: random bytes on the port, a pscom program that speaks another protocol
 port=${PSP_NAM_SERVER##*:}
-head -c 65536 /dev/urandom >"/dev/tcp/127.0.0.1/$port" 2>/dev/null
-printf 'PSCOM\0\0\0' >"/dev/tcp/127.0.0.1/$port" 2>/dev/null
+bash -c "head -c 65536 /dev/urandom >/dev/tcp/127.0.0.1/$port; printf 'PSCOM\\0\\0\\0' >/dev/tcp/127.0.0.1/$port" \
+    2>/dev/null
 PSP_SHM=0 PSP_UCP=0 timeout 5 "$PREFIX/bin/pscom_pp" --sizes 8 "$PSP_NAM_SERVER@psnamd" \
     >/dev/null 2>&1
 sleep 0.5

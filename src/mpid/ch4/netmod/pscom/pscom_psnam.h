@@ -53,6 +53,7 @@ int MPIDI_PSNAM_free(MPIR_Win **win_ptr);
 int MPIDI_PSNAM_get_info(MPIR_Win *win, MPIR_Info *info);
 int MPIDI_PSNAM_shared_query(MPIR_Win *win, int rank, MPI_Aint *size, int *disp_unit,
                              void *baseptr);
+int MPIDI_PSNAM_class(int psnam_err); /* the MPI error class of a PSNAM_E_* */
 int MPIDI_PSNAM_error(int mpi_class, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* pscom_psnam_shm.c */

@@ -35,32 +35,6 @@ static int timeout_s(void)
     return pscom_env_get("PSP_NAM_TIMEOUT", v, sizeof(v)) == 0 && atoi(v) > 0 ? atoi(v) : 60;
 }
 
-static int mpi_class(int st)
-{
-    switch (st) {
-    case PSNAM_E_NOENT:
-        return MPI_ERR_NO_SUCH_FILE;
-    case PSNAM_E_EXIST:
-        return MPI_ERR_FILE_EXISTS;
-    case PSNAM_E_ACCESS:
-        return MPI_ERR_ACCESS;
-    case PSNAM_E_SIZE:
-        return MPI_ERR_SIZE;
-    case PSNAM_E_NOSPACE:
-        return MPI_ERR_NO_SPACE;
-    case PSNAM_E_RANGE:
-        return MPI_ERR_RMA_RANGE;
-    case PSNAM_E_TYPE:
-        return MPI_ERR_TYPE;
-    case PSNAM_E_BUSY:
-        return MPI_ERR_FILE_IN_USE;
-    case PSNAM_E_IO:
-        return MPI_ERR_IO;
-    default:
-        return MPI_ERR_OTHER;
-    }
-}
-
 /* ---- window set-up ---- */
 
 /* one rank's OPEN: 0 or a psnam status, the reason in why */
@@ -156,7 +130,7 @@ int MPIDI_PSNAM_nam_open(MPIDI_PSNAM_win_t *w, MPIR_Comm *comm, int disp_unit, i
             st = PSNAM_E_SIZE;
         }
         if (st != PSNAM_OK)
-            local = mpi_class(st);
+            local = MPIDI_PSNAM_class(st);
     }
     struct {
         int cls;
@@ -181,7 +155,7 @@ int MPIDI_PSNAM_nam_open(MPIDI_PSNAM_win_t *w, MPIR_Comm *comm, int disp_unit, i
             st = PSNAM_E_SIZE;
         }
         if (st != PSNAM_OK)
-            local = mpi_class(st);
+            local = MPIDI_PSNAM_class(st);
     }
     if (!local)
         w->size = (MPI_Aint)got[rank];
@@ -232,7 +206,7 @@ static void note_error(MPIDI_PSNAM_win_t *w, int status, const char *reason)
 {
     if (w->error)
         return;
-    w->error = mpi_class(status);
+    w->error = MPIDI_PSNAM_class(status);
     snprintf(w->error_msg, sizeof(w->error_msg), "nam window %s: %s", w->name,
              reason && *reason ? reason : psnam_err_str(status));
 }
@@ -252,7 +226,7 @@ static void op_end(nam_op_t *op)
     if (op->req) {
         if (op->status != PSNAM_OK)
             op->req->status.MPI_ERROR =
-                MPIDI_PSNAM_error(mpi_class(op->status), "%s", w->error_msg);
+                MPIDI_PSNAM_error(MPIDI_PSNAM_class(op->status), "%s", w->error_msg);
         MPID_Request_complete(op->req);
     }
     MPL_free(op->owned);
@@ -428,27 +402,48 @@ static int op_code(MPI_Op op)
     return -1;
 }
 
+/* The target's pieces (one without an allocation when contiguous) */
+typedef struct pieces {
+    struct iovec one, *iov;
+    MPI_Aint n;
+} pieces_t;
+
+static void pieces_free(pieces_t *p)
+{
+    if (p->iov != &p->one)
+        MPL_free(p->iov);
+}
+
+/* What every operation starts with: the target checked, its pieces, the operation record */
+static int op_begin(MPIR_Win *win, int rank, MPI_Aint disp, MPI_Aint count, MPI_Datatype type,
+                    MPIR_Request **req, pieces_t *p, nam_op_t **op)
+{
+    MPIDI_PSNAM_win_t *w = MPIDI_PSNAM_NAM(win);
+    int mpi_errno = check_target(win, w, rank);
+    if (!mpi_errno)
+        mpi_errno = target_pieces(w, rank, disp, count, type, &p->one, &p->iov, &p->n);
+    if (mpi_errno)
+        return mpi_errno;
+    if (!(*op = op_new(w, req))) {
+        pieces_free(p);
+        return MPIDI_PSNAM_error(MPI_ERR_NO_MEM, "out of memory");
+    }
+    return MPI_SUCCESS;
+}
+
 /* put (fetch == 0) or get: pieces of the target, chunked */
 static int transfer(int is_get, void *oaddr, MPI_Aint ocount, MPI_Datatype otype, int trank,
                     MPI_Aint tdisp, MPI_Aint tcount, MPI_Datatype ttype, MPIR_Win *win,
                     MPIR_Request **req)
 {
     MPIDI_PSNAM_win_t *w = MPIDI_PSNAM_NAM(win);
-    int mpi_errno = check_target(win, w, trank);
+    pieces_t p;
+    nam_op_t *op;
+    int mpi_errno = op_begin(win, trank, tdisp, tcount, ttype, req, &p, &op);
     if (mpi_errno)
         return mpi_errno;
-    struct iovec one, *iov;
-    MPI_Aint n;
-    mpi_errno = target_pieces(w, trank, tdisp, tcount, ttype, &one, &iov, &n);
-    if (mpi_errno)
-        return mpi_errno;
-    nam_op_t *op = op_new(w, req);
-    if (!op) {
-        if (iov != &one)
-            MPL_free(iov);
-        return MPIDI_PSNAM_error(MPI_ERR_NO_MEM, "out of memory");
-    }
-    MPI_Aint bytes;
+    struct iovec *iov = p.iov;
+    MPI_Aint n = p.n, bytes;
     char *o;
     if (is_get) {
         MPI_Aint size;
@@ -477,8 +472,7 @@ static int transfer(int is_get, void *oaddr, MPI_Aint ocount, MPI_Datatype otype
             done += len;
         }
     }
-    if (iov != &one)
-        MPL_free(iov);
+    pieces_free(&p);
     if (!o)
         op->status = PSNAM_E_NOSPACE;
     op_post_done(op);
@@ -539,22 +533,14 @@ int MPIDI_PSNAM_accumulate(const void *origin_addr, MPI_Aint origin_count,
         et = PSNAM_T_U8; /* replace moves bytes; whole requests stay atomic */
         esize = 1;
     }
-    int mpi_errno = check_target(win, w, target_rank);
+    pieces_t p;
+    nam_op_t *nop;
+    int mpi_errno =
+        op_begin(win, target_rank, target_disp, target_count, target_datatype, req, &p, &nop);
     if (mpi_errno)
         return mpi_errno;
-    struct iovec one, *iov;
-    MPI_Aint n;
-    mpi_errno =
-        target_pieces(w, target_rank, target_disp, target_count, target_datatype, &one, &iov, &n);
-    if (mpi_errno)
-        return mpi_errno;
-    nam_op_t *nop = op_new(w, req);
-    if (!nop) {
-        if (iov != &one)
-            MPL_free(iov);
-        return MPIDI_PSNAM_error(MPI_ERR_NO_MEM, "out of memory");
-    }
-    MPI_Aint bytes;
+    struct iovec *iov = p.iov;
+    MPI_Aint n = p.n, bytes;
     const char *o = origin_bytes(origin_addr, origin_count, origin_datatype, &nop->owned, &bytes);
     char *r = fetch && o ? result_bytes(nop, result_addr, result_count, result_datatype) : NULL;
     size_t chunk = w->chunk / (size_t)esize * (size_t)esize, done = 0;
@@ -572,8 +558,7 @@ int MPIDI_PSNAM_accumulate(const void *origin_addr, MPI_Aint origin_count,
             done += len;
         }
     }
-    if (iov != &one)
-        MPL_free(iov);
+    pieces_free(&p);
     if (!o || (fetch && !r))
         nop->status = PSNAM_E_NOSPACE;
     op_post_done(nop);
@@ -659,7 +644,7 @@ static int lock_call(MPIDI_PSNAM_win_t *w, int type, uint32_t seg, int kind)
     status = psnam_call(w->client, &m, NULL, 0, NULL, 0, NULL, NULL, why, sizeof(why));
     if (status == PSNAM_OK)
         return MPI_SUCCESS;
-    return MPIDI_PSNAM_error(mpi_class(status), "nam window %s: %s %s: %s", w->name,
+    return MPIDI_PSNAM_error(MPIDI_PSNAM_class(status), "nam window %s: %s %s: %s", w->name,
                              type == PSNAM_LOCK ? "lock" : "unlock",
                              seg == PSNAM_SEG_ALL ? "all" : "segment", why);
 }
@@ -858,7 +843,8 @@ int MPIDI_PSNAM_nam_close(MPIDI_PSNAM_win_t *w)
             char why[PSNAM_REASON_MAX + 1];
             int st = psnam_call(w->client, &m, NULL, 0, NULL, 0, NULL, NULL, why, sizeof(why));
             if (st != PSNAM_OK && st != PSNAM_E_LOST)
-                mpi_errno = MPIDI_PSNAM_error(mpi_class(st), "nam window %s: %s", w->name, why);
+                mpi_errno =
+                    MPIDI_PSNAM_error(MPIDI_PSNAM_class(st), "nam window %s: %s", w->name, why);
         }
         psnam_disconnect(w->client);
         w->client = NULL;

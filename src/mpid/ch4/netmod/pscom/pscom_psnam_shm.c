@@ -16,24 +16,6 @@ static void shm_dir(char *dir, size_t len)
         snprintf(dir, len, "/dev/shm");
 }
 
-static int mpi_class(int psnam_err)
-{
-    switch (psnam_err) {
-    case PSNAM_E_NOENT:
-        return MPI_ERR_NO_SUCH_FILE;
-    case PSNAM_E_EXIST:
-        return MPI_ERR_FILE_EXISTS;
-    case PSNAM_E_ACCESS:
-        return MPI_ERR_ACCESS;
-    case PSNAM_E_SIZE:
-        return MPI_ERR_SIZE;
-    case PSNAM_E_NOSPACE:
-        return MPI_ERR_NO_SPACE;
-    default:
-        return MPI_ERR_IO;
-    }
-}
-
 /* 0, or an MPI error class with the reason in why */
 int MPIDI_PSNAM_shm_open(MPIDI_PSNAM_win_t *w, MPIR_Comm *comm, int disp_unit, char *why,
                          size_t whylen)
@@ -64,7 +46,7 @@ int MPIDI_PSNAM_shm_open(MPIDI_PSNAM_win_t *w, MPIR_Comm *comm, int disp_unit, c
                      w->name, host, w->name);
         else if (rc != PSNAM_OK)
             snprintf(why, whylen, "region %s on %s: %s", w->name, host, reason);
-        return rc == PSNAM_OK ? 0 : mpi_class(rc);
+        return rc == PSNAM_OK ? 0 : MPIDI_PSNAM_class(rc);
     }
     /* a job of another size fails the same way on every rank, whatever its node holds */
     int nseg = -1;
@@ -92,7 +74,7 @@ int MPIDI_PSNAM_shm_open(MPIDI_PSNAM_win_t *w, MPIR_Comm *comm, int disp_unit, c
     }
     if (rc != PSNAM_OK) {
         snprintf(why, whylen, "region %s refused: %s", w->name, reason);
-        return mpi_class(rc);
+        return MPIDI_PSNAM_class(rc);
     }
     psnam_header_t *h = w->file.hdr;
     const char *bad = NULL;
@@ -156,7 +138,7 @@ int MPIDI_PSNAM_shm_query(MPIDI_PSNAM_win_t *w, int rank, MPI_Aint *size, int *d
             if (rc == PSNAM_E_NOENT)
                 return MPI_SUCCESS; /* on another node: no direct access */
             if (rc != PSNAM_OK)
-                return MPIDI_PSNAM_error(mpi_class(rc), "region %s: %s", w->name, why);
+                return MPIDI_PSNAM_error(MPIDI_PSNAM_class(rc), "region %s: %s", w->name, why);
         }
     }
     *size = (MPI_Aint)f->hdr->size;

@@ -23,6 +23,34 @@ int MPIDI_PSNAM_error(int errclass, const char *fmt, ...)
                                 "**psnam", "**psnam %s", msg);
 }
 
+int MPIDI_PSNAM_class(int psnam_err)
+{
+    switch (psnam_err) {
+    case PSNAM_OK:
+        return MPI_SUCCESS;
+    case PSNAM_E_NOENT:
+        return MPI_ERR_NO_SUCH_FILE;
+    case PSNAM_E_EXIST:
+        return MPI_ERR_FILE_EXISTS;
+    case PSNAM_E_ACCESS:
+        return MPI_ERR_ACCESS;
+    case PSNAM_E_SIZE:
+        return MPI_ERR_SIZE;
+    case PSNAM_E_NOSPACE:
+        return MPI_ERR_NO_SPACE;
+    case PSNAM_E_RANGE:
+        return MPI_ERR_RMA_RANGE;
+    case PSNAM_E_TYPE:
+        return MPI_ERR_TYPE;
+    case PSNAM_E_BUSY:
+        return MPI_ERR_FILE_IN_USE;
+    case PSNAM_E_IO:
+        return MPI_ERR_IO;
+    default:
+        return MPI_ERR_OTHER; /* a lost psnamd, a malformed exchange */
+    }
+}
+
 /* does this info ask for a PSNAM window (any psnam_* key)? */
 int MPIDI_PSNAM_wants(MPIR_Info *info)
 {
