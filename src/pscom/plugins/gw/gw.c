@@ -95,6 +95,12 @@ void tunnel_down(tunnel_t *t, int error, const char *why)
            read the handshake's last frame: keep the tunnel (and the data it holds) for
            gw_start, which then reports the close; our pump frees it if core gives up */
         t->peer_closed = 1;
+        /* core reads what came, then the end of the stream: a handshake the peer completed
+           goes on to gw_start; one it abandoned (it lost a simultaneous connect after sending
+           its HELLO, which reached us only once our own connection stood) ends here instead
+           of binding a second connection to that peer */
+        if (t->fd >= 0)
+            shutdown(t->fd, SHUT_WR);
         return;
     }
     if (t->state == T_DATA && t->con && t->ahead && !t->carrier->failed) {
