@@ -748,8 +748,12 @@ int MPIDI_PSNAM_post(MPIR_Group *group, int assert, MPIR_Win *win)
     int *ranks, mpi_errno = group_ranks(group, win, &ranks);
     if (mpi_errno)
         return mpi_errno;
-    w->n_wait = group->size;
     w->wait_reqs = MPL_calloc((size_t)group->size + 1, sizeof(MPIR_Request *), MPL_MEM_RMA);
+    if (!w->wait_reqs) {
+        MPL_free(ranks);
+        return MPIDI_PSNAM_error(MPI_ERR_NO_MEM, "out of memory");
+    }
+    w->n_wait = group->size;
     char dummy = 0;
     /* the origins' completions may come any time from now */
     for (int i = 0; !mpi_errno && i < group->size; i++)
