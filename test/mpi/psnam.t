@@ -165,6 +165,29 @@ else
 fi
 run 2 "nam larger than --memory" expect MPI_ERR_NO_SPACE 268435456 psnam_manifestation=nam \
     psnam_name=huge
+# psnamd stopped (SIGSTOP) mid-epoch: no answer; the operations fail after PSP_NAM_TIMEOUT
+n=$((n + 1))
+job=$MPITEST_TMP/j$n
+PSP_NAM_TIMEOUT=3 MPITEST_JOB=$$.stop MPIEXEC_TIMEOUT=60 "$MPIEXEC" -n 2 "$PROG" epoch nam ep \
+    </dev/null >"$job.out" 2>"$job.err" &
+ep=$!
+i=0
+while ! grep -q "# epoch started" "$job.out" 2>/dev/null && [ $i -lt 100 ]; do
+    sleep 0.1
+    i=$((i + 1))
+done
+sleep 0.5
+kill -STOP "$psnamd_pid"
+t0=$(date +%s)
+wait $ep
+job_rc=$?
+secs=$(($(date +%s) - t0))
+kill -CONT "$psnamd_pid"
+mpitest_wait_gone "$$.stop"
+grep "^# rank" "$job.out" | head -2
+[ "$job_rc" -eq 0 ] && grep -q "^ok .*fail with an error" "$job.out" && [ $secs -le 15 ] &&
+    tap ok "psnamd stopped mid-epoch: operations fail after PSP_NAM_TIMEOUT=3, the job ends ${secs}s later" ||
+    tap "not ok" "psnamd stopped mid-epoch: operations fail after PSP_NAM_TIMEOUT=3 (exit $job_rc, ${secs}s)"
 # psnamd restarts: without --backing the region is gone, with it the data stays
 if psnamd_stop; then tap ok "psnamd exits 0 on SIGTERM"; else tap "not ok" "psnamd exits 0 on SIGTERM"; fi
 grep -q "SIGTERM: exiting" "$MPITEST_TMP/psnamd.log" && tap ok "psnamd logs its exit" ||
