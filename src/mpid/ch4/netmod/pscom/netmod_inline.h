@@ -22,7 +22,7 @@
 #include "pscom_send.h"
 #include "pscom_recv.h"
 #include "pscom_probe.h"
-#include "pscom_rma.h" /* MPIDIG, or psnamd for a PSNAM nam window */
+#include "pscom_rma.h"  /* MPIDIG, or psnamd for a PSNAM nam window */
 #include "pscom_coll.h" /* MPICH's collectives, some MSA-aware (pscom_coll_msa.c) */
 #include "netmod_am_fallback_part.h"
 #include "pscom_noinline.h"

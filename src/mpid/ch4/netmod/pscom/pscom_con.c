@@ -87,23 +87,17 @@ void MPIDI_PSCOM_con_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t e
            nothing else ends the job if it lives, and a receive from it would wait forever, so
            the job ends after one second; not at once: a peer that just died is refused too,
            and the launcher's report of that death (rank, host, signal) must come first. */
-        uint64_t grace_ns = (uint64_t)MPIDI_PSCOM_lost_peer_abort_s * 1000000000ull;
-        if (op == PSCOM_OP_CONNECT && grace_ns > 1000000000ull) {
-            uint64_t now = now_ns(); /* counted as lost abort_s - 1 seconds ago */
-            if (!MPIDI_PSCOM_global.lost_at_ns ||
-                MPIDI_PSCOM_global.lost_at_ns > now - grace_ns + 1000000000ull) {
-                MPIDI_PSCOM_global.lost_at_ns = now - grace_ns + 1000000000ull;
-                snprintf(MPIDI_PSCOM_global.lost_msg, sizeof(MPIDI_PSCOM_global.lost_msg),
-                         "pscom netmod: cannot connect to %s: %s", pscom_con_str(con),
-                         pscom_err_str(err));
-            }
-            return;
-        }
-        if (!MPIDI_PSCOM_global.lost_at_ns) {
-            MPIDI_PSCOM_global.lost_at_ns = now_ns();
+        uint64_t wait_s = MPIDI_PSCOM_lost_peer_abort_s;
+        if (op == PSCOM_OP_CONNECT && wait_s > 1)
+            wait_s = 1;
+        uint64_t deadline = now_ns() + wait_s * 1000000000ull;
+        if (!MPIDI_PSCOM_global.lost_deadline_ns ||
+            deadline < MPIDI_PSCOM_global.lost_deadline_ns) {
+            MPIDI_PSCOM_global.lost_deadline_ns = deadline;
             snprintf(MPIDI_PSCOM_global.lost_msg, sizeof(MPIDI_PSCOM_global.lost_msg),
-                     "pscom netmod: connection %s broke: %s", pscom_con_str(con),
-                     pscom_err_str(err));
+                     op == PSCOM_OP_CONNECT ? "pscom netmod: cannot connect to %s: %s"
+                                            : "pscom netmod: connection %s broke: %s",
+                     pscom_con_str(con), pscom_err_str(err));
         }
         return;
     }
@@ -147,10 +141,9 @@ static void close_con(pscom_connection_t *con)
 
 void MPIDI_PSCOM_check_lost(void)
 {
-    if (MPIDI_PSCOM_global.finalizing ||
-        now_ns() - MPIDI_PSCOM_global.lost_at_ns < MPIDI_PSCOM_lost_peer_abort_s * 1000000000ull)
+    if (MPIDI_PSCOM_global.finalizing || now_ns() < MPIDI_PSCOM_global.lost_deadline_ns)
         return;
-    MPIDI_PSCOM_global.lost_at_ns = 0;
+    MPIDI_PSCOM_global.lost_deadline_ns = 0;
     MPID_Abort(NULL, MPI_ERR_OTHER, 1, MPIDI_PSCOM_global.lost_msg);
 }
 

@@ -116,8 +116,9 @@ typedef struct {
     pscom_connection_t **closed;
     int n_closed;
     int max_closed;
-    /* a connection broke: when, and what to say if the job is still running a while later */
-    uint64_t lost_at_ns;
+    /* a connection broke (or never came up): when to end the job if it still runs then, and
+       what to say (MPIDI_PSCOM_check_lost); 0: nothing lost */
+    uint64_t lost_deadline_ns;
     char lost_msg[256];
     /* finished requests of the tagged shape, reused by MPIDI_PSCOM_preq_create (pscom_queue.c) */
     pscom_request_t *preq_cache[MPIDI_PSCOM_PREQ_CACHE_MAX];

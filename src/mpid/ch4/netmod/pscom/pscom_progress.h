@@ -18,7 +18,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
         events += MPIDI_PSCOM_drain();
     if (unlikely(MPIDI_PSCOM_global.n_closed))
         MPIDI_PSCOM_reap_closed();
-    if (unlikely(MPIDI_PSCOM_global.lost_at_ns))
+    if (unlikely(MPIDI_PSCOM_global.lost_deadline_ns))
         MPIDI_PSCOM_check_lost();
     if (!events && MPIDI_PSCOM_global.yield_idle)
         sched_yield();
