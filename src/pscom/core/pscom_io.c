@@ -78,6 +78,8 @@ void pscom_con_queue_send(pscom_con_t *con, pscom_req_t *req)
 {
     switch (con->pub.state) {
     case PSCOM_CON_STATE_RW:
+        if (con->closed) /* the peer said goodbye and its transport is gone: nothing goes */
+            break;
         list_add_tail(&req->q, &con->sendq);
         kick_write(con);
         return;
@@ -96,8 +98,9 @@ void pscom_con_queue_send(pscom_con_t *con, pscom_req_t *req)
             kick_write(con);
             return;
         }
-        req_fail(req, 0);
+        break;
     }
+    req_fail(req, 0);
 }
 
 static int send_user_now(pscom_con_t *con, const void *xheader, size_t xheader_len,
