@@ -56,6 +56,7 @@ struct client {
     held_t *held;
     uint32_t n_held;
     int dead;
+    int refs; /* the connection's, and one per request of it in flight (ctx_t.c) */
 };
 
 typedef struct waiter {
@@ -639,15 +640,22 @@ static void do_lock(client_t *c, const psnam_msg_t *q)
     grant_waiters();
 }
 
+static void client_put(client_t *c)
+{
+    if (c && --c->refs == 0)
+        free(c);
+}
+
 /* a whole request arrived: apply it and answer */
 static void on_request(pscom_request_t *req)
 {
     ctx_t *x = req->user;
     client_t *c = x->c;
     const psnam_msg_t *q = req->xheader;
-    if (!pscom_req_successful(req) || c->dead) {
+    if (!c || !pscom_req_successful(req) || c->dead) {
         free(x->buf);
         pscom_request_free(req);
+        client_put(c);
         return;
     }
     n_requests++;
@@ -725,6 +733,7 @@ static void on_request(pscom_request_t *req)
 out:
     free(x->buf);
     pscom_request_free(req);
+    client_put(c);
 }
 
 /* The header of a message came: where its data goes (PUT: into the region itself) */
@@ -737,6 +746,8 @@ static pscom_request_t *on_header(pscom_connection_t *con, pscom_header_net_t *h
         return NULL;
     ctx_t *x = req->user;
     x->c = c;
+    if (c)
+        c->refs++;
     req->connection = con;
     req->ops.io_done = on_request;
     size_t len = header->data_len;
@@ -787,6 +798,7 @@ static void on_accept(pscom_connection_t *con)
         return;
     }
     c->con = con;
+    c->refs = 1;
     *(client_t **)con->userdata = c;
     pscom_random_bytes(c->nonce, sizeof(c->nonce));
     psnam_msg_t m = {.type = PSNAM_HELLO, .version = PSNAM_PROTO_VERSION};
@@ -828,7 +840,7 @@ static void client_drop(pscom_connection_t *con)
     c->handles = NULL;
     c->held = NULL;
     c->n_handles = 0;
-    /* requests of this client still in flight hold c: it stays (small, rare) */
+    client_put(c); /* requests of it still in flight hold it until they end */
 }
 
 static void on_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t err)
