@@ -558,12 +558,42 @@ static void do_open(client_t *c, const psnam_msg_t *q, const char *data, size_t 
     reply(c, &a, PSNAM_OK, r->sizes, r->nseg * sizeof(uint64_t), r, NULL);
 }
 
+/* c's locks on r and its requests for them go with its last handle of r: a region no client
+   has open holds no locks (FREE, or the last CLOSE of a region that is not persistent, may
+   free it) */
+static void locks_release(client_t *c, region_t *r)
+{
+    for (uint32_t h = 1; h <= c->n_handles; h++)
+        if (c->handles[h - 1] == r)
+            return;
+    int dropped = 0;
+    for (uint32_t i = c->n_held; i-- > 0;)
+        if (c->held[i].r == r) {
+            lock_drop(&c->held[i]);
+            c->held[i] = c->held[--c->n_held];
+            dropped = 1;
+        }
+    for (waiter_t **p = &waiters; *p;) {
+        waiter_t *w = *p;
+        if (w->c == c && w->r == r) {
+            *p = w->next;
+            free(w);
+            dropped = 1;
+        } else {
+            p = &w->next;
+        }
+    }
+    if (dropped)
+        grant_waiters();
+}
+
 static void handle_close(client_t *c, uint32_t h)
 {
     region_t *r = handle(c, h);
     if (!r)
         return;
     c->handles[h - 1] = NULL;
+    locks_release(c, r);
     if (--r->clients == 0 && !region_hdr(r)->persistent) {
         psnamd_log("region %s freed (not persistent, last client closed it)", r->name);
         region_free(r);
