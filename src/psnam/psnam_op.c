@@ -11,8 +11,10 @@ size_t psnam_dtype_size(unsigned dtype)
     return dtype < PSNAM_T_MAX ? size[dtype] : 0;
 }
 
-/* element-wise loops; memcpy keeps unaligned offsets legal */
-#define ARITH(T)                                                                                   \
+/* element-wise loops; memcpy keeps unaligned offsets legal. Sums and products are computed in
+   U, an unsigned type at least as wide as the element's after promotion: integers wrap around
+   (what MPI implementations do; overflowing a signed int would be undefined) */
+#define ARITH(T, U)                                                                                \
     do {                                                                                           \
         for (size_t i = 0; i < n; i++) {                                                           \
             T a, b;                                                                                \
@@ -20,10 +22,10 @@ size_t psnam_dtype_size(unsigned dtype)
             memcpy(&b, (const char *)origin + i * sizeof(T), sizeof(T));                           \
             switch (op) {                                                                          \
             case PSNAM_OP_SUM:                                                                     \
-                a = (T)(a + b);                                                                    \
+                a = (T)((U)a + (U)b);                                                              \
                 break;                                                                             \
             case PSNAM_OP_PROD:                                                                    \
-                a = (T)(a * b);                                                                    \
+                a = (T)((U)a * (U)b);                                                              \
                 break;                                                                             \
             case PSNAM_OP_MAX:                                                                     \
                 a = a > b ? a : b;                                                                 \
@@ -77,38 +79,38 @@ int psnam_apply(unsigned op, unsigned dtype, void *target, const void *origin, s
 #define BITWISE BITWISE_INT
     switch (dtype) {
     case PSNAM_T_I8:
-        ARITH(int8_t);
+        ARITH(int8_t, unsigned);
         return 0;
     case PSNAM_T_I16:
-        ARITH(int16_t);
+        ARITH(int16_t, unsigned);
         return 0;
     case PSNAM_T_I32:
-        ARITH(int32_t);
+        ARITH(int32_t, uint32_t);
         return 0;
     case PSNAM_T_I64:
-        ARITH(int64_t);
+        ARITH(int64_t, uint64_t);
         return 0;
     case PSNAM_T_U8:
-        ARITH(uint8_t);
+        ARITH(uint8_t, unsigned);
         return 0;
     case PSNAM_T_U16:
-        ARITH(uint16_t);
+        ARITH(uint16_t, unsigned);
         return 0;
     case PSNAM_T_U32:
-        ARITH(uint32_t);
+        ARITH(uint32_t, uint32_t);
         return 0;
     case PSNAM_T_U64:
-        ARITH(uint64_t);
+        ARITH(uint64_t, uint64_t);
         return 0;
     }
 #undef BITWISE
 #define BITWISE BITWISE_FLOAT
     switch (dtype) {
     case PSNAM_T_F32:
-        ARITH(float);
+        ARITH(float, float);
         return 0;
     case PSNAM_T_F64:
-        ARITH(double);
+        ARITH(double, double);
         return 0;
     }
 #undef BITWISE
