@@ -134,8 +134,15 @@ static void on_reply(pscom_request_t *req)
     } else if ((p = lookup(c, m->id, &slot))) {
         p->status = m->status;
         p->len = req->data_len;
-        if (m->status != PSNAM_OK)
+        if (m->status != PSNAM_OK) {
             snprintf(p->reason, sizeof(p->reason), "%.*s", (int)req->data_len, x->discard);
+        } else if (req->header.data_len && req->data != p->result) {
+            /* more data than the caller's buffer holds (on_header did not give it that) */
+            p->status = PSNAM_E_PROTO;
+            p->len = 0;
+            snprintf(p->reason, sizeof(p->reason), "psnamd %s: a reply of %llu bytes for %zu",
+                     c->server, (unsigned long long)req->header.data_len, p->result_len);
+        }
         if (p->reply_out)
             *p->reply_out = *m;
         settle(c, slot);
