@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "pscom_plugin.h"
 #include "shm_arena.h"
+#include "shm_offer.h"
 
 static struct {
     unsigned nslots, slot_size, per_arena;
@@ -73,26 +74,6 @@ struct shm_con {
     pscom_ufd_t ufd;     /* doorbell and peer-death detector */
     int busy, dead, cma_ok;
 };
-
-/* The connecting side's offer: where its pair lies (same node, so native layout). */
-/* offer versions: 1 a segment per connection, no magic; 2 slots freed by length; 3 slots
-   published by seq; 4 slots a line apart (shm_slot_stride); 5 copy jobs say who pulls */
-#define SHM_OFFER_MAGIC   0x4f6d6873u /* "shmO" */
-#define SHM_OFFER_VERSION 5u
-
-typedef struct shm_offer {
-    uint32_t magic;
-    uint32_t version;
-    int32_t shmid;
-    uint32_t index;  /* of the pair in the arena */
-    uint32_t npairs; /* pairs in the arena */
-    uint32_t nslots;
-    uint32_t slot_size;
-    uint32_t reserved;
-    uint64_t arena_cookie;
-    uint64_t pair_cookie;
-    uint64_t probe; /* address of cma_probe in the creator (the acceptor's is its reply) */
-} shm_offer_t;
 
 /* Read by the peer at connection start: does single copy (process_vm_readv) work between us?
    (Denied e.g. under Yama ptrace_scope 1, where ranks are siblings.) */
