@@ -32,6 +32,35 @@ static pscom_request_t *am_recv(pscom_header_net_t *header)
     return preq;
 }
 
+/* An active message whose am_hdr does not lie within it, or for a handler not registered here
+   (a peer's bug, or not ours): said once, taken in and dropped rather than queued for good */
+static void am_dropped(pscom_request_t *preq)
+{
+    MPIDI_PSCOM_preq_free(preq);
+}
+
+static pscom_request_t *am_check(pscom_header_net_t *header)
+{
+    MPIDI_PSCOM_am_xhdr_t xh;
+    memcpy(&xh, pscom_header_xheader(header), sizeof(xh));
+    int in_data = (xh.flags & MPIDI_PSCOM_AM_FLAG_HDR_IN_DATA) != 0; /* a large am_hdr: never 0 */
+    uint64_t room = in_data ? header->data_len : (uint64_t)(header->xheader_len - sizeof(xh));
+    if (xh.am_hdr_sz <= room && (xh.am_hdr_sz || !in_data) &&
+        xh.handler_id < MPIDI_AM_HANDLERS_MAX && MPIDIG_global.target_msg_cbs[xh.handler_id])
+        return am_recv(header);
+    static int warned;
+    if (!warned++)
+        fprintf(stderr,
+                "pscom netmod: dropping a malformed active message (handler %u, am_hdr of %u "
+                "bytes in a message of %u + %llu bytes)\n",
+                xh.handler_id, xh.am_hdr_sz, header->xheader_len,
+                (unsigned long long)header->data_len);
+    pscom_request_t *preq = MPIDI_PSCOM_preq_create(0, am_dropped);
+    if (preq)
+        preq->data_len = 0; /* its data is discarded */
+    return preq;
+}
+
 pscom_request_t *MPIDI_PSCOM_default_recv(pscom_connection_t *con, pscom_header_net_t *header)
 {
     const uint8_t *xh = pscom_header_xheader(header);
@@ -51,7 +80,7 @@ pscom_request_t *MPIDI_PSCOM_default_recv(pscom_connection_t *con, pscom_header_
     case MPIDI_PSCOM_MSG_AM:
         if (header->xheader_len < sizeof(MPIDI_PSCOM_am_xhdr_t))
             return NULL;
-        return am_recv(header);
+        return am_check(header);
     case MPIDI_PSCOM_MSG_SSEND_ACK:
         if (header->xheader_len < sizeof(MPIDI_PSCOM_ack_xhdr_t))
             return NULL;
