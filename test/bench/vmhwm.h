@@ -1,5 +1,5 @@
-/* Peak resident memory of this process (kB), from /proc/self/status; -1 where there is none.
-   Shared by mpi_pp.c and startup.c. */
+/* Peak and current resident memory of this process (kB), from /proc/self/status; -1 where
+   there is none. Shared by mpi_pp.c, startup.c and the MPI tests late.c and flood.c. */
 #ifndef VMHWM_H_INCLUDED
 #define VMHWM_H_INCLUDED
 
@@ -7,21 +7,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline long vmhwm_kb(void)
+/* A "Vm...:" line of /proc/self/status (kB), -1 where there is none */
+static inline long proc_status_kb(const char *key)
 {
     char line[256];
     long kb = -1;
+    size_t n = strlen(key);
     FILE *f = fopen("/proc/self/status", "r");
 
     if (!f)
         return -1;
     while (fgets(line, sizeof(line), f))
-        if (!strncmp(line, "VmHWM:", 6)) {
-            kb = strtol(line + 6, NULL, 10);
+        if (!strncmp(line, key, n) && line[n] == ':') {
+            kb = strtol(line + n + 1, NULL, 10);
             break;
         }
     fclose(f);
     return kb;
+}
+
+static inline long vmhwm_kb(void)
+{
+    return proc_status_kb("VmHWM");
 }
 
 #endif

@@ -4,9 +4,10 @@
 run_matrix t_order
 # tcp with socket buffers smaller than round (g)'s burst of ~700 KB (and larger than loopback's
 # 64 KiB segments: below that Linux stalls the stream): pscom_send_now must write a message in
-# part (the counter PSP_DEBUG_STATS prints), and everything still arrives in order
+# part (the counter PSP_DEBUG_STATS prints), and everything still arrives in order. Without
+# flow control: its credit would send the burst's tail by rendezvous before the socket fills
 run_case tcp-smallbuf "PSP_SHM=0 PSP_UCP=0 T_TRANSPORT=tcp PSP_TCP_SNDBUF=128k \
-PSP_TCP_RCVBUF=128k PSP_DEBUG_STATS=1" t_order
+PSP_TCP_RCVBUF=128k PSP_DEBUG_STATS=1 PSP_UNEXPECTED_MAX=inf" t_order
 short=$(sed -n 's/.*tcp short writes \([0-9]*\).*/\1/p' "$T_LOGDIR/t_order.tcp-smallbuf.log" |
     sort -n | tail -1)
 tap_ok "$([ "${short:-0}" -gt 0 ] && echo 0 || echo 1)" \

@@ -19,6 +19,7 @@ pscom_con_t *pscom_con_create(pscom_sock_t *sock)
     con->pub.userdata_size = sock->con_userdata_size;
     con->pub.userdata = sock->con_userdata_size ? (void *)(con + 1) : NULL;
     con->rndv_threshold = SIZE_MAX;
+    con->fc_credit = FC_INITIAL;
     con->next_rndv_id = 1;
     list_init(&con->kick_link);
     list_init(&con->sendq);
@@ -231,6 +232,7 @@ void pscom_con_established(pscom_con_t *con, const pscom_plugin_t *plugin, int f
     con->pub.transport = plugin->name;
     con->pub.state = PSCOM_CON_STATE_RW;
     pscom_stats.cons_opened++;
+    pscom_fc_con_ready(con);
     const char *via = con->via[0] ? con->via : plugin->name;
     if (pscom_config.debug_contype)
         pscom_log(0, "CONNECT %s to %s from %s pid %d via %s", con->sock->pub.local_name,
@@ -339,6 +341,7 @@ void pscom_con_free(pscom_con_t *con)
     close_transport(con);
     pscom_con_fail_requests(con, PSCOM_ERR_EOF);
     pscom_con_drop_generated(con);
+    pscom_fc_con_free(con);
     free(con->rs.hbuf);
     list_del(&con->kick_link);
     list_del(&con->next);

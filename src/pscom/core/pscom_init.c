@@ -75,6 +75,12 @@ static const pscom_env_row_t core_env[] = {
      "stay unanswered that long. A peer that is only slow or stopped still answers (its "
      "kernel does). 0: the kernel's defaults (hours).",
      PSCOM_ENV_UINT, &pscom_config.peer_timeout_ms, 0, 0},
+    {"PSP_UNEXPECTED_MAX", "64M",
+     "Bytes one process holds at most for eager messages no receive has asked for yet "
+     "(counted with 256 bytes per message), all connections together (plus 16 KiB each): "
+     "past it senders send by rendezvous, which leaves the data with them until a receive "
+     "matches. inf: no limit.",
+     PSCOM_ENV_SIZE, &pscom_config.unexpected_max, 0, 0},
     {"PSP_SHUTDOWN_TIMEOUT", "0",
      "Closing a connection waits this long (ms) for the peer to take "
      "our last messages; 0: as long as it takes (5 s at exit).",
@@ -204,6 +210,11 @@ static void print_stats(void)
               (unsigned long long)s->rndv_pull, (unsigned long long)s->rndv_sw_fallback);
     char plugins[512];
     pscom_plugin_counters(plugins, sizeof(plugins));
+    pscom_log(0,
+              "stats: unexpected bytes at most %llu (PSP_UNEXPECTED_MAX), rendezvous "
+              "for want of credit %llu, credit grants %llu",
+              (unsigned long long)s->unexp_bytes_max, (unsigned long long)s->fc_rndv,
+              (unsigned long long)s->fc_grants);
     pscom_log(0, "stats: connections opened %llu failed %llu garbage %llu, blocked waits %llu%s",
               (unsigned long long)s->cons_opened, (unsigned long long)s->cons_failed,
               (unsigned long long)s->garbage_cons, (unsigned long long)s->progress_blocks, plugins);
@@ -227,6 +238,7 @@ static pscom_err_t init_common(int version, int threaded)
     pscom_global.node_id = compute_node_id();
 
     pscom_env_register("pscom", core_env);
+    pscom_fc_init();
     pscom_log_init();
     choose_ip();
     pscom_reactor_init();
@@ -392,6 +404,9 @@ PSCOM_API void pscom_dump_info(FILE *out)
                 fprintf(out, "    connect waits for the peer's own attempt to settle\n");
             else if (con->pub.state == PSCOM_CON_STATE_ACCEPTING)
                 fprintf(out, "    waits for the peer's own connection (it won the tie-break)\n");
+            fprintf(out, "    credit %lld bytes, window granted %llu, held back %llu\n",
+                    (long long)con->fc_credit, (unsigned long long)con->fc_window,
+                    (unsigned long long)con->fc_return);
             if (con->ops && !con->closed && con->ops->dump)
                 con->ops->dump(con, out);
         }

@@ -146,16 +146,32 @@ size_t pscom_pad_prefix(const pscom_con_t *con, unsigned char *dst, size_t befor
     return HDR_SIZE + k;
 }
 
-/* Decide eager or rendezvous once the transport (and so the threshold) is known. */
-static void prepare_iov(pscom_con_t *con, pscom_req_t *req)
+/* Decide eager or rendezvous once the transport (and so the threshold) is known. 0: not yet,
+   the receiver's first grant (sent when its side was established, whatever it does then) is
+   still on its way. */
+static int prepare_iov(pscom_con_t *con, pscom_req_t *req)
 {
-    req->flags |= RQ_IOV_READY;
-    if (!(req->flags & RQ_INTERNAL) && req->pub.data_len >= con->rndv_threshold &&
-        req->pub.data_len > 0) {
-        pscom_rndv_prepare_send(con, req);
-        req->flags |= RQ_RNDV_WAIT;
-        return;
+    size_t xlen = req->pub.header.xheader_len;
+    uint64_t dlen = req->pub.data_len;
+    if (!(req->flags & RQ_INTERNAL)) {
+        int rndv = dlen >= con->rndv_threshold && dlen > 0;
+        if (!rndv && !pscom_fc_take(con, xlen, dlen)) {
+            if (!con->fc_granted)
+                return 0;
+            rndv = 1; /* the receiver takes no more unexpected bytes from us now */
+            pscom_stats.fc_rndv++;
+            req->flags |= RQ_FC_RNDV;
+            req->seq = pscom_now_ns() / 1000000;
+        }
+        if (rndv) {
+            pscom_rndv_prepare_send(con, req);
+            req->flags |= RQ_RNDV_WAIT | RQ_IOV_READY;
+            return 1;
+        }
+    } else if (req->pub.header.msg_type == MSGTYPE_USER) {
+        con->fc_credit -= (int64_t)pscom_fc_cost(xlen, dlen); /* pscom_send: always eager */
     }
+    req->flags |= RQ_IOV_READY;
     req->iov[0].iov_base = req->prefix;
     req->iov[0].iov_len = pscom_pad_prefix(con, req->prefix, HDR_SIZE + req->pub.header.xheader_len,
                                            req->pub.data_len);
@@ -163,6 +179,7 @@ static void prepare_iov(pscom_con_t *con, pscom_req_t *req)
     req->iov[1].iov_len = HDR_SIZE + req->pub.header.xheader_len;
     req->iov[2].iov_base = req->pub.data;
     req->iov[2].iov_len = req->pub.header.data_len;
+    return 1;
 }
 
 int pscom_write_get_iov(pscom_con_t *con, struct iovec iov[3])
@@ -170,8 +187,8 @@ int pscom_write_get_iov(pscom_con_t *con, struct iovec iov[3])
     if (list_empty(&con->sendq))
         return 0;
     pscom_req_t *req = list_entry(con->sendq.next, pscom_req_t, q);
-    if (unlikely(!(req->flags & RQ_IOV_READY)))
-        prepare_iov(con, req);
+    if (unlikely(!(req->flags & RQ_IOV_READY)) && !prepare_iov(con, req))
+        return 0;
     int n = 0;
     for (int i = 0; i < 3; i++)
         if (req->iov[i].iov_len)
@@ -255,6 +272,24 @@ void pscom_send_ctrl(pscom_con_t *con, uint8_t type, const void *xh, size_t xlen
     pscom_con_queue_send(con, req);
 }
 
+/* A control message ahead of the queued sends (behind one that may be partly written): what
+   they may wait for, like the first credit grant. */
+void pscom_send_ctrl_first(pscom_con_t *con, uint8_t type, const void *xh, size_t xlen)
+{
+    pscom_req_t *req = pscom_req_create_internal(xlen, 0);
+    memcpy(req->pub.xheader, xh, xlen);
+    pscom_set_header(&req->pub.header, type, xlen, 0);
+    if (con->pub.state != PSCOM_CON_STATE_RW || con->closed || list_empty(&con->sendq)) {
+        pscom_con_queue_send(con, req);
+        return;
+    }
+    list_head_t *first = con->sendq.next;
+    /* list_add_tail(e, p) puts e before p */
+    list_add_tail(&req->q,
+                  list_entry(first, pscom_req_t, q)->flags & RQ_IOV_READY ? first->next : first);
+    kick_write(con);
+}
+
 PSCOM_API void pscom_send(pscom_connection_t *connection, const void *xheader, size_t xheader_len,
                           const void *data, size_t data_len)
 {
@@ -282,9 +317,10 @@ static int send_user_now(pscom_con_t *con, const void *xheader, size_t xheader_l
                          const void *data, size_t data_len)
 {
     const pscom_con_ops_t *ops = con->ops;
+    int64_t cost = (int64_t)pscom_fc_cost(xheader_len, data_len);
     if (con->pub.state != PSCOM_CON_STATE_RW || !ops || write_depth || con->closed ||
         !list_empty(&con->sendq) || data_len >= con->rndv_threshold ||
-        xheader_len > PSCOM_XHEADER_MAX)
+        xheader_len > PSCOM_XHEADER_MAX || cost > con->fc_credit)
         return 0;
     size_t len = HDR_SIZE + xheader_len + data_len;
     int sent = 0;
@@ -300,6 +336,7 @@ static int send_user_now(pscom_con_t *con, const void *xheader, size_t xheader_l
         sent = ops->write_now(con, iov, data_len ? 3 : 2, len) == 1;
     }
     if (sent) {
+        con->fc_credit -= cost;
         pscom_stats.msgs_sent++;
         pscom_stats.bytes_sent += len;
     }
@@ -364,6 +401,8 @@ static MSG_PATH pscom_req_t *find_recv_req(pscom_con_t *con, pscom_header_net_t 
     pscom_req_t *req = (a && b) ? (a->seq < b->seq ? a : b) : (a ? a : b);
     if (!req)
         return unposted_recv_req(con, hdr, rndv);
+    if (!rndv)
+        pscom_fc_consumed(con, pscom_fc_cost(hdr->xheader_len, hdr->data_len));
     list_del(&req->q);
     req->pub.state |= PSCOM_REQ_STATE_IO_STARTED;
     take_header(req, con, hdr);
@@ -383,6 +422,8 @@ static __attribute__((noinline)) pscom_req_t *unposted_recv_req(pscom_con_t *con
             req->pub.state =
                 PSCOM_REQ_STATE_RECV | PSCOM_REQ_STATE_POSTED | PSCOM_REQ_STATE_IO_STARTED;
             take_header(req, con, hdr);
+            if (!rndv)
+                pscom_fc_consumed(con, pscom_fc_cost(hdr->xheader_len, hdr->data_len));
             return req;
         }
     }
@@ -407,12 +448,17 @@ static __attribute__((noinline)) pscom_req_t *unposted_recv_req(pscom_con_t *con
     }
     list_add_tail(&req->q, &con->genq);
     list_add_tail(&req->q_any, &con->sock->genq_any);
-    pscom_stats.eager_unexpected++;
+    if (!rndv) {
+        pscom_stats.eager_unexpected++;
+        pscom_fc_gen_held(req, pscom_fc_cost(hdr->xheader_len, hdr->data_len));
+    }
     return req;
 }
 
 static void free_generated(pscom_req_t *gen)
 {
+    if (gen->fc_cost)
+        pscom_fc_gen_dropped(gen);
     if (!(gen->flags & RQ_GEN_INLINE))
         free(gen->pub.data);
     pscom_req_release(gen);
@@ -504,6 +550,12 @@ static int dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
         if (unlikely(hdr->xheader_len > PSCOM_XHEADER_MAX))
             return protocol_error(con, "user header too long", hdr);
         start_data(con, find_recv_req(con, hdr, 0), hdr->data_len);
+        return 0;
+    case MSGTYPE_CREDIT:
+        if (pscom_fc_credit_received(con, hdr))
+            return protocol_error(con, "bad credit", hdr);
+        if (!list_empty(&con->sendq))
+            kick_write(con); /* a send may wait for the first grant */
         return 0;
     case MSGTYPE_PAD:
         if (hdr->xheader_len || hdr->data_len > PAD_MAX)
@@ -749,6 +801,7 @@ static void merge(pscom_req_t *req, pscom_req_t *gen)
     pscom_con_t *con = get_con(gen->pub.connection);
     list_del(&gen->q);
     list_del(&gen->q_any);
+    pscom_fc_gen_taken(con, gen);
     req->pub.state |= PSCOM_REQ_STATE_IO_STARTED | PSCOM_REQ_STATE_MERGED;
     take_header(req, con, &gen->pub.header);
     memcpy(req->pub.xheader, gen->pub.xheader,

@@ -14,7 +14,7 @@
 
 /* ---- wire format ---- */
 
-#define PSCOM_WIRE_VERSION 0x53 /* in every message header and in the handshake */
+#define PSCOM_WIRE_VERSION 0x54 /* in every message header and in the handshake */
 
 enum pscom_msgtype {
     MSGTYPE_USER = PSCOM_MSGTYPE_USER,
@@ -24,6 +24,7 @@ enum pscom_msgtype {
     MSGTYPE_RNDV_DATA = 4, /* xheader: rndv_fin_t (recv id); the pushed data */
     MSGTYPE_EOF = 5,       /* orderly close */
     MSGTYPE_PAD = 6,       /* data: filler that puts the next message's data in place */
+    MSGTYPE_CREDIT = 7,    /* xheader: fc_credit_t; the receiver takes more eager bytes */
     MSGTYPE_COUNT
 };
 
@@ -42,6 +43,22 @@ typedef struct rndv_read {
     uint64_t send_id;
     uint64_t recv_id;
 } rndv_read_t;
+
+typedef struct fc_credit {
+    uint64_t bytes;
+} fc_credit_t;
+
+/* Flow control (pscom_fc.c): what an eager user message costs its receiver while it waits
+   unexpected: its data and xheader, and about a generated request's own size. Sender and
+   receiver count the same. */
+#define FC_MSG_COST 256
+/* Every connection's credit before its receiver's first grant: a few messages. Not taken from
+   PSP_UNEXPECTED_MAX: the bound is the limit plus this per connection. */
+#define FC_INITIAL (16 * 1024)
+static inline uint64_t pscom_fc_cost(size_t xheader_len, uint64_t data_len)
+{
+    return data_len + xheader_len + FC_MSG_COST;
+}
 
 #define HDR_SIZE sizeof(pscom_header_net_t)
 
@@ -76,11 +93,12 @@ _Static_assert(PREFIX_MAX >= HDR_SIZE + sizeof(rndv_req_t), "a rendezvous reques
 #define REQ_MAGIC 0x72657131u
 
 /* pscom_req_t.flags */
-#define RQ_INTERNAL   0x1  /* pscom's own message: freed after completion */
-#define RQ_IOV_READY  0x10 /* send: iov prepared (eager/rendezvous decided) */
-#define RQ_RNDV_WAIT  0x20 /* send: rendezvous request; completes on FIN or after the push */
-#define RQ_PUSH       0x40 /* send: pushing rendezvous data; completes when written */
-#define RQ_GEN_INLINE 0x80 /* generated: the data lives in the request, not in a malloc */
+#define RQ_INTERNAL   0x1   /* pscom's own message: freed after completion */
+#define RQ_IOV_READY  0x10  /* send: iov prepared (eager/rendezvous decided) */
+#define RQ_RNDV_WAIT  0x20  /* send: rendezvous request; completes on FIN or after the push */
+#define RQ_PUSH       0x40  /* send: pushing rendezvous data; completes when written */
+#define RQ_GEN_INLINE 0x80  /* generated: the data lives in the request, not in a malloc */
+#define RQ_FC_RNDV    0x100 /* send: rendezvous for want of credit; seq: since when (ms) */
 
 typedef struct pscom_req pscom_req_t;
 typedef struct pscom_con pscom_con_t;
@@ -100,6 +118,7 @@ struct pscom_req {
     /* receive */
     uint64_t rndv_addr, rndv_len, rndv_send_id; /* from a RNDV_REQ not yet pulled */
     pscom_req_t *partner;                       /* generated request <-> the receive it feeds */
+    uint64_t fc_cost; /* generated eager message: its cost, until a receive takes it */
     size_t alloc_xheader;
     pscom_request_t pub; /* last: the xheader storage follows */
 };
@@ -140,6 +159,12 @@ struct pscom_con {
     const pscom_con_ops_t *ops;
     void *tdata;
     size_t rndv_threshold;
+    /* flow control (pscom_fc.c) */
+    int64_t fc_credit;     /* send: eager bytes the peer takes before its next grant */
+    int fc_granted;        /* send: the peer's first grant came (until then sends wait for it) */
+    uint64_t fc_window;    /* receive: all we granted the peer (FC_INITIAL + fc_reserved) */
+    uint64_t fc_reserved;  /* of that, taken from pscom_global.fc_pool */
+    uint64_t fc_return;    /* receive: bytes of messages taken since our last grant */
     uint32_t data_align;   /* pscom_con_set_data_align: 0 none */
     size_t data_align_min; /* data of at least this size only */
 
@@ -212,6 +237,7 @@ typedef struct pscom_global {
     char hostname[64];
     uint64_t node_id;
     unsigned long ip; /* our address for endpoint strings, network order */
+    uint64_t fc_pool; /* PSP_UNEXPECTED_MAX less what connections reserved (pscom_fc.c) */
 } pscom_global_t;
 
 extern pscom_global_t pscom_global;
@@ -222,6 +248,7 @@ typedef struct pscom_config {
     int oversubscribed; /* pscom_set_oversubscribed, not an environment row */
     const char *debug_out, *network, *plugindir;
     pscom_env_size_opt_t rendezvous; /* PSP_RENDEZVOUS; not set: the transports' own */
+    size_t unexpected_max;           /* PSP_UNEXPECTED_MAX (pscom_fc.c) */
     unsigned spin_us, fd_poll_us, connect_timeout_ms, shutdown_timeout_ms, peer_timeout_ms;
     unsigned poll_pause;
     unsigned poll_spin;
@@ -328,6 +355,7 @@ void pscom_con_queue_send(pscom_con_t *con, pscom_req_t *req);
 pscom_req_t *pscom_req_create_internal(size_t xheader_len, size_t data_len);
 void pscom_send_ctrl(pscom_con_t *con, uint8_t type, const void *xh, size_t xlen, const void *data,
                      size_t dlen);
+void pscom_send_ctrl_first(pscom_con_t *con, uint8_t type, const void *xh, size_t xlen);
 void pscom_con_fail_requests(pscom_con_t *con, pscom_err_t err);
 pscom_req_t *pscom_recv_match(pscom_con_t *con, pscom_header_net_t *hdr, int rndv);
 void pscom_con_drop_generated(pscom_con_t *con);
@@ -341,6 +369,36 @@ void pscom_tag_sock_closed(pscom_sock_t *sock);
 const pscom_plugin_t *pscom_plugin_tag_transport(char *why, size_t whylen); /* pscom_plugin.c */
 void pscom_plugin_dump(FILE *out);                 /* the loaded plugins' own dump (PSP_SIGQUIT) */
 void pscom_plugin_counters(char *buf, size_t len); /* pscom_plugin.c */
+
+/* pscom_fc.c: credit-based flow control of eager messages */
+void pscom_fc_init(void);
+void pscom_fc_con_ready(pscom_con_t *con); /* established: grant the peer its window */
+void pscom_fc_con_free(pscom_con_t *con);
+void pscom_fc_grant(pscom_con_t *con); /* give back what fc_return holds */
+int pscom_fc_credit_received(pscom_con_t *con, const pscom_header_net_t *hdr); /* -1: bad */
+void pscom_fc_gen_held(pscom_req_t *gen, uint64_t cost);     /* an unexpected message waits */
+void pscom_fc_gen_taken(pscom_con_t *con, pscom_req_t *gen); /* a receive took it */
+void pscom_fc_gen_dropped(pscom_req_t *gen);                 /* freed untaken */
+void pscom_fc_check_stalls(void); /* a wait that blocks: say once if credit holds a send up */
+
+/* Send: 1 if a message of this size may go eager (its cost is taken from the credit). */
+static inline int pscom_fc_take(pscom_con_t *con, size_t xheader_len, uint64_t data_len)
+{
+    int64_t cost = (int64_t)pscom_fc_cost(xheader_len, data_len);
+    if (__builtin_expect(cost > con->fc_credit, 0))
+        return 0;
+    con->fc_credit -= cost;
+    return 1;
+}
+
+/* Receive: a message of this cost was taken by a receive; its bytes go back to the sender in
+   batches of a quarter window. */
+static inline void pscom_fc_consumed(pscom_con_t *con, uint64_t cost)
+{
+    con->fc_return += cost;
+    if (__builtin_expect(con->fc_return >= con->fc_window / 4, 0))
+        pscom_fc_grant(con);
+}
 
 /* pscom_rndv.c */
 void pscom_rndv_prepare_send(pscom_con_t *con, pscom_req_t *req);

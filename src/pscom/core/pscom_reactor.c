@@ -224,6 +224,7 @@ void pscom_progress_block(int timeout_ms)
     int work = 0;
     block_hint_ms = -1;
     pscom_precon_check_timeouts();
+    pscom_fc_check_stalls();
     for (pscom_poller_t *p = pollers.next; p != &pollers; p = p->next)
         if (p->prepare_block && p->prepare_block(p))
             work = 1;
@@ -320,5 +321,7 @@ PSCOM_API int pscom_progress(int timeout_ms)
     unsigned idle = idle_polls;
     idle_polls = idle + (idle < UINT_MAX);
     pscom_poll_pause(idle);
+    if (unlikely((idle & 0xfffff) == 0xfffff)) /* long idle (about 0.1 s): held up by credit? */
+        pscom_fc_check_stalls();
     return 0;
 }

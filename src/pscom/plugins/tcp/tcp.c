@@ -111,6 +111,20 @@ static void tcp_fail(tcp_con_t *tc, pscom_op_t op, const char *why)
     pscom_con_transport_failed(tc->con, op, PSCOM_ERR_IOERROR, why);
 }
 
+static int tcp_read(tcp_con_t *tc);
+
+/* A write failed. A peer that closed after its last messages (its EOF among them) resets the
+   connection when we write to it (a credit grant, a rendezvous read), but what it sent before
+   is still in our socket: read it first, so that its EOF makes this an orderly end. */
+static void tcp_write_failed(tcp_con_t *tc, int err)
+{
+    if (err == EPIPE || err == ECONNRESET)
+        while (!tc->dead && tcp_read(tc))
+            ;
+    if (!tc->dead)
+        tcp_fail(tc, PSCOM_OP_WRITE, strerror(err));
+}
+
 /* The rest of a short write_now first: 1 when it is out, 0 when the socket is full, -1 after
    a failure. */
 static int write_pend(tcp_con_t *tc)
@@ -121,7 +135,7 @@ static int write_pend(tcp_con_t *tc)
         if (w < 0) {
             if (errno == EAGAIN)
                 return 0;
-            tcp_fail(tc, PSCOM_OP_WRITE, strerror(errno));
+            tcp_write_failed(tc, errno);
             return -1;
         }
         tc->pend_off += (size_t)w;
@@ -147,7 +161,7 @@ static void tcp_write(tcp_con_t *tc)
                 pscom_ufd_mod(&tc->ufd, EPOLLIN | EPOLLOUT);
                 return;
             }
-            tcp_fail(tc, PSCOM_OP_WRITE, strerror(errno));
+            tcp_write_failed(tc, errno);
             return;
         }
         pscom_write_done(tc->con, (size_t)w);
