@@ -27,18 +27,24 @@ void pscom_rndv_prepare_send(pscom_con_t *con, pscom_req_t *req)
     pscom_stats.rndv_sent++;
 }
 
-static pscom_req_t *take_by_id(list_head_t *list, uint64_t id)
+static pscom_req_t *find_by_id(list_head_t *list, uint64_t id)
 {
     list_head_t *p;
     list_for_each(p, list)
     {
         pscom_req_t *req = list_entry(p, pscom_req_t, q_rndv);
-        if (req->id == id) {
-            list_del(&req->q_rndv);
+        if (req->id == id)
             return req;
-        }
     }
     return NULL;
+}
+
+static pscom_req_t *take_by_id(list_head_t *list, uint64_t id)
+{
+    pscom_req_t *req = find_by_id(list, id);
+    if (req)
+        list_del(&req->q_rndv);
+    return req;
 }
 
 void pscom_rndv_start_pull(pscom_con_t *con, pscom_req_t *req)
@@ -141,9 +147,12 @@ pscom_req_t *pscom_rndv_dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
         if (hdr->xheader_len != sizeof(id))
             return (pscom_req_t *)-1;
         memcpy(&id, xh, sizeof(id));
-        pscom_req_t *req = take_by_id(&con->rndv_recvs, id.id);
+        /* taken only when it fits: a malformed push fails the connection, and with it the
+           receive, which must still be in rndv_recvs for that */
+        pscom_req_t *req = find_by_id(&con->rndv_recvs, id.id);
         if (!req || hdr->data_len != req->rndv_len)
             return (pscom_req_t *)-1;
+        list_del(&req->q_rndv);
         return req;
     }
     default:
