@@ -2,6 +2,8 @@
 # The project's whole test suite (README's second command, and what CI runs).
 #  - builds libpscom and its tests, normally and with AddressSanitizer + UBSan;
 #  - runs the TAP tests of test/pscom with prove against both builds;
+#  - test/fuzz: the libFuzzer targets of the parsers over their corpus and a short run each
+#    (skipped without clang);
 #  - test/docs: every PSP_* the documentation names exists, every variable is documented;
 #  - with an installed MPI (install/): the netmod warnings check; the MPI tests of test/mpi
 #    with the default transports and with tcp only (PSP_SHM=0 PSP_UCP=0), the modulefile with
@@ -40,6 +42,8 @@ echo "== libpscom tests (build/)"
 BUILD="$top/build" prove test/pscom/ || status=1
 echo "== libpscom tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
 BUILD="$top/build-asan" ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} prove test/pscom/ || status=1
+echo "== fuzz targets over their corpus, then 20000 runs each (test/fuzz; maint/fuzz.sh fuzzes longer)"
+BUILD="$top/build" prove test/fuzz/ || status=1
 echo "== documentation against the configuration table (test/docs)"
 BUILD="$top/build" prove test/docs/ || status=1
 

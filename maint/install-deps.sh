@@ -26,6 +26,9 @@ PKGS="$PKGS libucx-dev"
 # test only: test/cluster's simulated nodes are joined with ip (bridges, veth pairs); their
 # tests skip without it
 PKGS="$PKGS iproute2"
+# test only: the libFuzzer targets of test/fuzz (maint/fuzz.sh, test/fuzz/corpus.t) are built
+# with clang and its libFuzzer; test/fuzz skips without them
+PKGS="$PKGS clang libfuzzer-14-dev"
 for arg in "$@"; do
     case $arg in
     --fortran) ;; # compatibility: gfortran is in PKGS anyway
