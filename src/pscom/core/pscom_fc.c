@@ -18,7 +18,9 @@
  * process's pool (PSP_UNEXPECTED_MAX), up to twice the
  * connection's rendezvous threshold (at least FC_WINDOW_MIN, at most FC_WINDOW_MAX): enough
  * that a stream of eager messages into posted receives never runs dry. Once the pool is spent,
- * later connections keep FC_INITIAL (their larger messages go rendezvous). Credit applies to
+ * later connections keep FC_INITIAL (their larger messages go rendezvous). A connection whose
+ * sender runs out of credit (a rendezvous request below the threshold shows it) doubles its
+ * window from what the pool has left (pscom_fc_starved). Credit applies to
  * every transport, also where PSP_<ARCH>_RENDEZVOUS=inf (rendezvous is core's protocol and
  * works over each); PSP_UNEXPECTED_MAX=inf switches it off. Tag matching in the transport
  * (pscom_tag.c, UCX's tag API) bypasses core's queues and so this limit: UCX keeps its own
@@ -31,6 +33,7 @@
 #define FC_WINDOW_MIN ((uint64_t)1 << 20)
 #define FC_WINDOW_MAX ((uint64_t)4 << 20)
 #define FC_UNLIMITED  ((uint64_t)1 << 62)
+#define FC_GROW_MIN   ((uint64_t)64 << 10)
 /* a send held up this long by credit is worth one log line (it may be a program that relies on
    buffering, waiting forever) */
 #define FC_STALL_MS 10000
@@ -78,10 +81,29 @@ void pscom_fc_con_free(pscom_con_t *con)
     con->fc_reserved = 0;
 }
 
+/* A rendezvous request for a message below the rendezvous threshold: its sender ran out of
+   credit. If the pool has room, double the window (once per round of grants, however many
+   such requests come meanwhile): a stream into receives posted a moment late (a bandwidth
+   loop over tcp, 1 MiB eager) then goes eager again. */
+void pscom_fc_starved(pscom_con_t *con)
+{
+    if (con->fc_grown || con->fc_window >= FC_UNLIMITED)
+        return;
+    uint64_t more = con->fc_window < pscom_global.fc_pool ? con->fc_window : pscom_global.fc_pool;
+    if (more < FC_GROW_MIN)
+        return;
+    con->fc_grown = 1;
+    pscom_global.fc_pool -= more;
+    con->fc_reserved += more;
+    con->fc_window += more;
+    send_credit(con, more);
+}
+
 void pscom_fc_grant(pscom_con_t *con)
 {
     uint64_t n = con->fc_return;
     con->fc_return = 0;
+    con->fc_grown = 0;
     /* a connection going away needs no credit, and an unlimited one never runs out */
     if (con->pub.state != PSCOM_CON_STATE_RW || con->closed || con->user_closed ||
         con->fc_window == FC_UNLIMITED)

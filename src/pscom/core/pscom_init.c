@@ -77,7 +77,7 @@ static const pscom_env_row_t core_env[] = {
      PSCOM_ENV_UINT, &pscom_config.peer_timeout_ms, 0, 0},
     {"PSP_UNEXPECTED_MAX", "64M",
      "Bytes one process holds at most for eager messages no receive has asked for yet "
-     "(counted with 256 bytes per message), all connections together (plus 16 KiB each): "
+     "(counted with 512 bytes per message), all connections together (plus 16 KiB each): "
      "past it senders send by rendezvous, which leaves the data with them until a receive "
      "matches. inf: no limit.",
      PSCOM_ENV_SIZE, &pscom_config.unexpected_max, 0, 0},

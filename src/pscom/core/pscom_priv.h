@@ -49,9 +49,10 @@ typedef struct fc_credit {
 } fc_credit_t;
 
 /* Flow control (pscom_fc.c): what an eager user message costs its receiver while it waits
-   unexpected: its data and xheader, and about a generated request's own size. Sender and
-   receiver count the same. */
-#define FC_MSG_COST 256
+   unexpected: its data and xheader, and what a generated request takes besides (384 bytes
+   on x86-64, a small message's inline data class, malloc's header). Sender and receiver
+   count the same. */
+#define FC_MSG_COST 512
 /* Every connection's credit before its receiver's first grant: a few messages. Not taken from
    PSP_UNEXPECTED_MAX: the bound is the limit plus this per connection. */
 #define FC_INITIAL (16 * 1024)
@@ -165,6 +166,7 @@ struct pscom_con {
     uint64_t fc_window;    /* receive: all we granted the peer (FC_INITIAL + fc_reserved) */
     uint64_t fc_reserved;  /* of that, taken from pscom_global.fc_pool */
     uint64_t fc_return;    /* receive: bytes of messages taken since our last grant */
+    int fc_grown;          /* receive: the window grew since our last grant */
     uint32_t data_align;   /* pscom_con_set_data_align: 0 none */
     size_t data_align_min; /* data of at least this size only */
 
@@ -374,7 +376,8 @@ void pscom_plugin_counters(char *buf, size_t len); /* pscom_plugin.c */
 void pscom_fc_init(void);
 void pscom_fc_con_ready(pscom_con_t *con); /* established: grant the peer its window */
 void pscom_fc_con_free(pscom_con_t *con);
-void pscom_fc_grant(pscom_con_t *con); /* give back what fc_return holds */
+void pscom_fc_grant(pscom_con_t *con);   /* give back what fc_return holds */
+void pscom_fc_starved(pscom_con_t *con); /* its sender ran out of credit */
 int pscom_fc_credit_received(pscom_con_t *con, const pscom_header_net_t *hdr); /* -1: bad */
 void pscom_fc_gen_held(pscom_req_t *gen, uint64_t cost);     /* an unexpected message waits */
 void pscom_fc_gen_taken(pscom_con_t *con, pscom_req_t *gen); /* a receive took it */

@@ -108,6 +108,8 @@ pscom_req_t *pscom_rndv_dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
             inner->xheader_len != hdr->xheader_len - RNDV_PREFIX_SIZE || inner->data_len != r.len ||
             r.len > PSCOM_DATA_LEN_MAX)
             return (pscom_req_t *)-1;
+        if (r.len < con->rndv_threshold)
+            pscom_fc_starved(con);
         /* match exactly like an eager message, then pull (or park the generated one) */
         pscom_req_t *req = pscom_recv_match(con, inner, 1);
         if (!req)
