@@ -12,9 +12,10 @@
  *           vanish, the partly used one stays, with the client alone. 3 more connections take
  *           its last 2 pairs and a new arena.
  *   part 2: via the proxy: the offer unchanged (shm, the doorbell relayed), then offers with a
- *           bad pair index, arena size, cookies, shmid, version, length, ring geometry, and a
- *           replay of an offer that was taken already: all come up via tcp, and the server
- *           says why it declined (one log line each).
+ *           bad pair index, arena size, cookies, shmid, version, length, ring geometry, a
+ *           replay of an offer that was taken already, and a copy of the arena in a segment
+ *           others may read (mode 0644): all come up via tcp, and the server says why it
+ *           declined (one log line each).
  * The proxy knows the handshake frames (src/pscom/core/pscom_precon.c) and the shm offer
  * (shm_offer_t in src/pscom/plugins/shm/shm.c); if it finds no shm offer, part 2 fails.
  */
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -79,6 +81,7 @@ enum mutation {
     M_SHORT,
     M_SLOT_SIZE,
     M_REPLAY,
+    M_OPEN_SEGMENT,
 };
 
 static const struct {
@@ -98,6 +101,7 @@ static const struct {
     {M_SHORT, "offer 4 bytes short"},
     {M_SLOT_SIZE, "slot size 2^31"},
     {M_REPLAY, "replay of the first (taken) offer"},
+    {M_OPEN_SEGMENT, "a segment of the same size that others may read (mode 0644)"},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -155,6 +159,23 @@ static size_t mutate(unsigned char *payload, size_t len, enum mutation m)
     case M_REPLAY:
         o = first_offer;
         break;
+    case M_OPEN_SEGMENT: {
+        /* a copy of the client's arena in a segment of mode 0644: shm must not take it */
+        struct shmid_ds ds;
+        int id = shmctl(o.shmid, IPC_STAT, &ds) == 0
+                     ? shmget(IPC_PRIVATE, ds.shm_segsz, IPC_CREAT | 0644)
+                     : -1;
+        void *src = id >= 0 ? shmat(o.shmid, NULL, SHM_RDONLY) : (void *)-1;
+        void *dst = src != (void *)-1 ? shmat(id, NULL, 0) : (void *)-1;
+        if (dst != (void *)-1) /* stays attached: the segment lives until the proxy exits */
+            memcpy(dst, src, ds.shm_segsz);
+        if (src != (void *)-1)
+            shmdt(src);
+        if (id >= 0)
+            shmctl(id, IPC_RMID, NULL); /* goes with its last user */
+        o.shmid = id;
+        break;
+    }
     }
     memcpy(payload + 16, &o, sizeof(o));
     return len;
@@ -376,6 +397,8 @@ static void server(void)
     is(why, NCASES - 1, "server: and said why, once each");
     ok(strstr(log, "pair index out of range") != NULL,
        "server: ... e.g. 'pair index out of range'");
+    ok(strstr(log, "not our user's alone") != NULL,
+       "server: ... and 'the segment is not our user's alone' for a segment of mode 0644");
     free(log);
     tu_strv_free(all);
 }

@@ -161,7 +161,9 @@ static shm_arena_t *arena_attach(const shm_pair_ref_t *ref, const char **why)
     size_t size = arena_size(ref->npairs, ref->nslots, ref->slot_size);
     unsigned char *base = shm_sysv_attach(ref->shmid, size);
     if (!base) {
-        *why = errno == EINVAL ? "no such segment, or too small" : "cannot attach the segment";
+        *why = errno == EINVAL  ? "no such segment, or too small"
+               : errno == EPERM ? "the segment is not our user's alone (owner or mode)"
+                                : "cannot attach the segment";
         return NULL;
     }
     shm_arena_hdr_t *h = (shm_arena_hdr_t *)base;

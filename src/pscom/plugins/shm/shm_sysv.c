@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/ipc.h>
 #include <sys/shm.h>
+#include <unistd.h>
 #include "shm_sysv.h"
 
 void *shm_sysv_create(size_t size, int *shmid)
@@ -32,11 +33,17 @@ void *shm_sysv_attach(int shmid, size_t min_size)
     void *base = shmat(shmid, NULL, 0);
     if (base == (void *)-1)
         return NULL;
-    /* the size of what we attached (not of an earlier holder of this id) */
+    /* the size of what we attached (not of an earlier holder of this id), and ours alone: a
+       segment of another user, or one that others may read or write, is not a peer's */
     struct shmid_ds ds;
     if (shmctl(shmid, IPC_STAT, &ds) != 0 || ds.shm_segsz < min_size) {
         shmdt(base);
         errno = EINVAL;
+        return NULL;
+    }
+    if (ds.shm_perm.uid != geteuid() || ds.shm_perm.cuid != geteuid() || (ds.shm_perm.mode & 077)) {
+        shmdt(base);
+        errno = EPERM;
         return NULL;
     }
     return base;

@@ -76,7 +76,8 @@ static inline shm_slot_t *shm_ring_slot(shm_ring_t *r, uint32_t slot_size, uint3
 /* Create and attach a segment of size bytes, already marked for removal: it vanishes with its
    last user, even after SIGKILL. NULL with errno on failure. */
 void *shm_sysv_create(size_t size, int *shmid);
-/* Attach segment shmid if it has at least min_size bytes. NULL with errno on failure. */
+/* Attach segment shmid if it has at least min_size bytes and belongs to our user with no access
+   for others (mode 0600). NULL with errno on failure (EPERM: not ours alone). */
 void *shm_sysv_attach(int shmid, size_t min_size);
 void shm_sysv_detach(void *base);
 
