@@ -346,6 +346,8 @@ static int dispatch(carrier_t *c, pscom_request_t *req)
         pump_start(t);
         return 0;
     case GW_HS:
+        if (t->state == T_DATA)
+            return -1; /* the handshake is over: the connection owns the tunnel now */
         if (t->fd < 0 || write_all(t->fd, data, len) != 0) {
             /* core ended this handshake already (the other one of two simultaneous connects
                won, or it timed out): its decision, not a failure */
