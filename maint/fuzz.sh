@@ -82,6 +82,11 @@ for t in "${targets[@]}"; do
     secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$logs/$t.log" | tail -1)
     new=$(ls "$crashes" | grep "^$t-" | tail -n +$((before + 1)))
     corpus="corpus $(ls "test/fuzz/corpus/$t" | wc -l) + $(ls "$work" | wc -l) new"
+    if [ "$rc" = 72 ] && [ -z "$new" ]; then # libFuzzer's exit status after SIGINT/SIGTERM
+        echo "$t: interrupted after ${execs:-?} executions"
+        status=1
+        break
+    fi
     if [ "$rc" != 0 ] || [ -n "$new" ]; then
         status=1
         echo "$t: CRASH after ${execs:-?} executions (exit $rc); log $logs/$t.log"
