@@ -5,6 +5,7 @@
  * Over the intercommunicator: messages both ways (small and 1 MiB), intercomm allreduce and
  * bcast, then MPI_Intercomm_merge and collectives on the merged comm, MPI_Comm_disconnect, a
  * second connection on the same port, MPI_Close_port. Each job prints TAP from its rank 0.
+ *   connect intruder PORTFILE       a job given the port name without its key: refused
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -69,14 +70,72 @@ static int exchange(MPI_Comm inter, int side)
     return ok;
 }
 
+/* The port name with the key taken out of the endpoint string in it. MPICH's port name is
+   "tag#0$connentry#<hex of the endpoint string, with its NUL>$"; the endpoint string ends in
+   "#" and the key. 0 if the name is not of that form. */
+static int strip_key(char *port)
+{
+    char *hex = strstr(port, "connentry#"), ep[MPI_MAX_PORT_NAME], rest[MPI_MAX_PORT_NAME];
+    if (!hex)
+        return 0;
+    hex += strlen("connentry#");
+    size_t n = 0;
+    unsigned v;
+    while (hex[2 * n] && hex[2 * n] != '$' && n < sizeof(ep) - 1 &&
+           sscanf(hex + 2 * n, "%2x", &v) == 1)
+        ep[n++] = (char)v;
+    ep[n] = '\0';
+    snprintf(rest, sizeof(rest), "%s", hex + 2 * n);
+    char *key = strchr(ep, '#');
+    if (!key || strlen(key) != 33)
+        return 0;
+    *key = '\0';
+    for (size_t i = 0; i <= strlen(ep); i++) /* with the NUL, as MPICH encodes it */
+        sprintf(hex + 2 * i, "%02X", (unsigned char)ep[i]);
+    strcat(hex, rest);
+    return 1;
+}
+
+/* A job that has the server's port name but not the key in it (the "#" and 32 hex digits at
+   the end of every endpoint string): its connect must fail with an error, and never reach
+   the server job's ranks. One rank. */
+static int intruder(const char *file)
+{
+    char port[MPI_MAX_PORT_NAME] = "";
+    printf("1..1\n");
+    fflush(stdout);
+    if (!read_port(file, port) || !strip_key(port)) {
+        printf("not ok 1 - the server's port name, with a key in it, from %s\n", file);
+        MPI_Finalize();
+        return 0;
+    }
+    MPI_Comm inter;
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int rc = MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter);
+    char why[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    if (rc != MPI_SUCCESS)
+        MPI_Error_string(rc, why, &len);
+
+    printf("%s 1 - MPI_Comm_connect to the port name without its key fails: %s\n",
+           rc != MPI_SUCCESS ? "ok" : "not ok", why);
+    fflush(stdout);
+    MPI_Finalize();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc == 3 && !strcmp(argv[1], "intruder"))
+        return intruder(argv[2]);
     if (argc != 4 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
         if (rank == 0)
-            fprintf(stderr, "usage: %s server|client PORTFILE NPEER\n", argv[0]);
+            fprintf(stderr, "usage: %s server|client PORTFILE NPEER | intruder PORTFILE\n",
+                    argv[0]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int server = strcmp(argv[1], "server") == 0, npeer = atoi(argv[3]), ok;

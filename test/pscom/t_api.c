@@ -157,7 +157,10 @@ static void test_socket(void)
         ok(len < PSCOM_EP_STR_MAX, "endpoint string shorter than PSCOM_EP_STR_MAX");
         ok(tu_ep_addr(ep, ip, sizeof(ip), &port) == 0 && port == sock->listen_portno,
            "endpoint string is ip:port@name with our port");
-        ok(len > 9 && strcmp(ep + len - 9, "@r0000003") == 0, "endpoint string ends in @name");
+        const char *hash = strchr(ep, '#');
+        ok(hash && hash - ep > 9 && !strncmp(hash - 9, "@r0000003", 9) &&
+               strspn(hash + 1, "0123456789abcdef") == 32 && !hash[33],
+           "endpoint string ends in @name#key (32 hex digits)");
     }
 
     {

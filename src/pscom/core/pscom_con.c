@@ -82,7 +82,33 @@ int pscom_ep_addr(const char *ep, char *addr, size_t addrlen, char *name, size_t
     long port = strtol(colon + 1, &end, 10);
     if (inet_pton(AF_INET, ip, &a) != 1 || *end || end == colon + 1 || port < 1 || port > 65535)
         return -1;
-    snprintf(name, namelen, "%s", at ? at + 1 : "");
+    const char *hash = at ? strchr(at, '#') : NULL;
+    snprintf(name, namelen, "%.*s", at ? (int)(hash ? hash - at - 1 : (long)strlen(at + 1)) : 0,
+             at ? at + 1 : "");
+    return 0;
+}
+
+void pscom_key_hex(const uint8_t key[16], char hex[33])
+{
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", key[i]);
+}
+
+int pscom_ep_key(const char *ep, uint8_t key[16])
+{
+    memset(key, 0, 16);
+    const char *at = ep ? strchr(ep, '@') : NULL;
+    const char *hash = at ? strchr(at, '#') : NULL;
+    if (!hash || strlen(hash + 1) != 32)
+        return -1;
+    for (int i = 0; i < 16; i++) {
+        unsigned v;
+        if (sscanf(hash + 1 + 2 * i, "%2x", &v) != 1) {
+            memset(key, 0, 16);
+            return -1;
+        }
+        key[i] = (uint8_t)v;
+    }
     return 0;
 }
 
@@ -187,6 +213,7 @@ PSCOM_API pscom_err_t pscom_connect(pscom_connection_t *connection, const char *
     }
     snprintf(con->peer_ep, sizeof(con->peer_ep), "%s", ep_str);
     snprintf(con->peer_name, sizeof(con->peer_name), "%s", name);
+    pscom_ep_key(ep_str, con->peer_key); /* none: the handshake proves the zero key */
     pscom_con_set_name(con);
     /* an incoming connection from that peer may have arrived before we knew its address */
     con->pub.state = PSCOM_CON_STATE_ONDEMAND;

@@ -3,11 +3,22 @@
  * length-checked; anything else on the listening port is closed with one log line.
  *
  *   connector                          acceptor
- *   HELLO(identity)          ->
+ *   HELLO(identity, nc)      ->
+ *                            <-        CHALLENGE(na, HMAC(key, A nc na)) | REJECT(reason)
+ *   PROOF(HMAC(key, C na nc), own key) ->
  *                            <-        HELLO_ACK(identity) | REJECT(reason)
  *   ARCH_REQ(plugin, offer)  ->                                  \  once per plugin,
  *                            <-        ARCH_OK(reply) | ARCH_NEXT | best first
  *   ARCH_DONE | ARCH_NEXT    ->                                  /
+ *
+ * key: the listening socket's (the "#..." of its endpoint string; zeros for a connector whose
+ * endpoint string has none). Each side proves it knows the key for the other's fresh nonce
+ * (nc, na: 16 random bytes), so the key never crosses the wire and a recorded handshake does
+ * not replay. A sealed socket (pscom_socket_seal) refuses a connector whose proof is wrong
+ * before anything is bound to a connection; a connector whose endpoint string had a key
+ * refuses an acceptor that does not prove it. The connector's PROOF carries its own socket's
+ * key, which the acceptor puts into the endpoint string of the connection (the same as the
+ * connector's own, as any process of the job has it).
  *
  * Two peers that connect to each other at once: the connection started by the peer whose
  * listen address sorts lower wins; the other side drops its own attempt (REJECT DUP) and
@@ -31,6 +42,8 @@
 #define REJECT_DUP       1
 #define REJECT_BADVER    2
 #define REJECT_NOSERVICE 3
+#define REJECT_AUTH      4
+#define NONCE_LEN        16
 
 enum frame_type {
     F_HELLO = 1,
@@ -41,6 +54,8 @@ enum frame_type {
     F_ARCH_NEXT,
     F_ARCH_DONE,
     F_FAIL,
+    F_CHALLENGE,
+    F_PROOF,
 };
 
 typedef struct frame_hdr {
@@ -57,8 +72,19 @@ typedef struct hello {
     int32_t pid;
     uint32_t reserved;
     uint64_t node_id;
-    char service[16]; /* "" or the service of the peer's process this connection is for */
+    char service[16];         /* "" or the service of the peer's process this connection is for */
+    uint8_t nonce[NONCE_LEN]; /* the connector's (in a HELLO_ACK: zeros) */
 } hello_t;
+
+typedef struct challenge {
+    uint8_t nonce[NONCE_LEN];
+    uint8_t proof[PSCOM_SHA256_LEN]; /* HMAC(key, "A" nc na) */
+} challenge_t;
+
+typedef struct proof {
+    uint8_t proof[PSCOM_SHA256_LEN]; /* HMAC(key, "C" na nc) */
+    uint8_t key[16];                 /* the connector's own socket's key */
+} proof_t;
 
 typedef struct arch_req {
     char name[16];
@@ -67,9 +93,11 @@ typedef struct arch_req {
 
 enum pre_state {
     C_CONNECTING,
+    C_WAIT_CHALLENGE,
     C_WAIT_HELLO_ACK,
     C_WAIT_ARCH,
     A_WAIT_HELLO,
+    A_WAIT_PROOF,
     A_WAIT_ARCH_REQ,
     A_WAIT_ARCH_DONE,
 };
@@ -86,6 +114,11 @@ struct precon {
     const pscom_plugin_t *relay;  /* the handshake runs over this plugin's relay (con_relay) */
     uint64_t deadline_ms;
     char peer_str[64];
+    uint8_t key[16];       /* acceptor: the listening socket's */
+    uint8_t nc[NONCE_LEN]; /* the connector's nonce */
+    uint8_t na[NONCE_LEN]; /* the acceptor's nonce */
+    hello_t hello;         /* acceptor: the connector's HELLO, until its proof came */
+    pscom_sock_t *serving; /* acceptor: the socket of the HELLO's service, or NULL */
     size_t ilen;
     unsigned char ibuf[sizeof(frame_hdr_t) + PAYLOAD_MAX];
 };
@@ -150,6 +183,23 @@ static int send_frame(precon_t *pre, int type, const void *payload, size_t len)
     return 0;
 }
 
+/* HMAC(key, role n1 n2): role "A" proves the acceptor, "C" the connector */
+static void auth_proof(const uint8_t key[16], char role, const uint8_t *n1, const uint8_t *n2,
+                       uint8_t out[PSCOM_SHA256_LEN])
+{
+    uint8_t msg[1 + 2 * NONCE_LEN];
+    msg[0] = (uint8_t)role;
+    memcpy(msg + 1, n1, NONCE_LEN);
+    memcpy(msg + 1 + NONCE_LEN, n2, NONCE_LEN);
+    pscom_hmac_sha256(key, 16, msg, sizeof(msg), out);
+}
+
+static int key_is_zero(const uint8_t key[16])
+{
+    static const uint8_t zero[16];
+    return !memcmp(key, zero, 16);
+}
+
 static void fill_hello(pscom_sock_t *sock, hello_t *h)
 {
     memset(h, 0, sizeof(*h));
@@ -170,12 +220,18 @@ static int plugin_fits(const precon_t *pre, const pscom_plugin_t *p)
     return 1;
 }
 
-static void take_identity(pscom_con_t *con, const hello_t *h)
+/* key: the peer's socket's (from its PROOF), NULL where we connected to its endpoint string */
+static void take_identity(pscom_con_t *con, const hello_t *h, const uint8_t *key)
 {
     if (h->addr[0])
         snprintf(con->peer_addr, sizeof(con->peer_addr), "%.*s", (int)sizeof(h->addr) - 1, h->addr);
-    if (!con->peer_ep[0] && h->addr[0])
-        snprintf(con->peer_ep, sizeof(con->peer_ep), "%s@%s", con->peer_addr, h->name);
+    if (!con->peer_ep[0] && h->addr[0]) {
+        char hex[33];
+        pscom_key_hex(key ? key : con->peer_key, hex);
+        snprintf(con->peer_ep, sizeof(con->peer_ep), "%s@%s#%s", con->peer_addr, h->name, hex);
+        if (key)
+            memcpy(con->peer_key, key, sizeof(con->peer_key));
+    }
     snprintf(con->peer_name, sizeof(con->peer_name), "%.*s", (int)sizeof(h->name) - 1, h->name);
     snprintf(con->peer_host, sizeof(con->peer_host), "%.*s", (int)sizeof(h->host) - 1, h->host);
     con->peer_pid = h->pid;
@@ -269,6 +325,30 @@ static void connector_frame(precon_t *pre, int type, const unsigned char *payloa
 {
     pscom_con_t *con = pre->con;
     switch (pre->state) {
+    case C_WAIT_CHALLENGE:
+        if (type == F_CHALLENGE && len == sizeof(challenge_t)) {
+            challenge_t c;
+            memcpy(&c, payload, sizeof(c));
+            uint8_t want[PSCOM_SHA256_LEN];
+            auth_proof(con->peer_key, 'A', pre->nc, c.nonce, want);
+            if (!key_is_zero(con->peer_key) && !pscom_auth_equal(want, c.proof, sizeof(want))) {
+                fail_outgoing(pre, PSCOM_ERR_PROTOCOL,
+                              "the peer does not prove the key of its endpoint string (not the "
+                              "process we were told of)");
+                return;
+            }
+            proof_t pf;
+            auth_proof(con->peer_key, 'C', c.nonce, pre->nc, pf.proof);
+            memcpy(pf.key, con->sock->key, sizeof(pf.key));
+            if (send_frame(pre, F_PROOF, &pf, sizeof(pf)) != 0) {
+                fail_outgoing(pre, PSCOM_ERR_IOERROR, strerror(errno));
+                return;
+            }
+            pre->state = C_WAIT_HELLO_ACK;
+            return;
+        }
+        /* a refusal, handled as one in reply to the proof */
+        __attribute__((fallthrough));
     case C_WAIT_HELLO_ACK:
         if (type == F_REJECT && len >= 1 && payload[0] == REJECT_DUP) {
             /* the peer's own attempt wins the tie-break; its connection will bind to con */
@@ -281,13 +361,16 @@ static void connector_frame(precon_t *pre, int type, const unsigned char *payloa
         }
         if (type != F_HELLO_ACK || len != sizeof(hello_t)) {
             int noservice = type == F_REJECT && len >= 1 && payload[0] == REJECT_NOSERVICE;
+            int auth = type == F_REJECT && len >= 1 && payload[0] == REJECT_AUTH;
             fail_outgoing(pre, PSCOM_ERR_PROTOCOL,
-                          noservice          ? "the peer's process offers no such service"
+                          noservice ? "the peer's process offers no such service"
+                          : auth    ? "the peer refused our proof of its key (its endpoint "
+                                      "string, with the key, was not given to us)"
                           : type == F_REJECT ? "rejected by the peer"
                                              : "bad handshake reply");
             return;
         }
-        take_identity(con, (const hello_t *)payload);
+        take_identity(con, (const hello_t *)payload, NULL);
         pre->plugin_idx = 0;
         offer_next_plugin(pre);
         return;
@@ -410,11 +493,16 @@ static void connector_connected(precon_t *pre)
     pscom_ufd_mod(&pre->ufd, EPOLLIN);
     hello_t h;
     fill_hello(pre->sock, &h);
+    if (pscom_random_bytes(pre->nc, NONCE_LEN) != 0) {
+        fail_outgoing(pre, PSCOM_ERR_IOERROR, "no random bytes for the handshake");
+        return;
+    }
+    memcpy(h.nonce, pre->nc, NONCE_LEN);
     if (send_frame(pre, F_HELLO, &h, sizeof(h)) != 0) {
         fail_outgoing(pre, PSCOM_ERR_IOERROR, strerror(errno));
         return;
     }
-    pre->state = C_WAIT_HELLO_ACK;
+    pre->state = C_WAIT_CHALLENGE;
 }
 
 /* ---- acceptor side ---- */
@@ -427,6 +515,7 @@ precon_t *pscom_precon_accept(pscom_sock_t *sock, int fd)
         return NULL;
     }
     pre->state = A_WAIT_HELLO;
+    memcpy(pre->key, sock->key, sizeof(pre->key));
     socket_fd_peer_str(fd, pre->peer_str, sizeof(pre->peer_str));
     list_add_tail(&pre->link, &sock->precons);
     return pre;
@@ -511,6 +600,44 @@ static void acceptor_frame(precon_t *pre, int type, const unsigned char *payload
             pre->sock = serving;
             list_add_tail(&pre->link, &serving->precons);
         }
+        pre->hello = h;
+        memcpy(pre->nc, h.nonce, NONCE_LEN);
+        challenge_t c;
+        if (pscom_random_bytes(pre->na, NONCE_LEN) != 0) {
+            drop_incoming(pre, "no random bytes for the handshake");
+            return;
+        }
+        memcpy(c.nonce, pre->na, NONCE_LEN);
+        auth_proof(pre->key, 'A', pre->nc, pre->na, c.proof);
+        if (send_frame(pre, F_CHALLENGE, &c, sizeof(c)) != 0) {
+            drop_unsendable(pre);
+            return;
+        }
+        pre->state = A_WAIT_PROOF;
+        return;
+    }
+    case A_WAIT_PROOF: {
+        if (type != F_PROOF || len != sizeof(proof_t)) {
+            drop_incoming(pre, "not a pscom handshake (no proof)");
+            return;
+        }
+        proof_t pf;
+        memcpy(&pf, payload, sizeof(pf));
+        uint8_t want[PSCOM_SHA256_LEN];
+        auth_proof(pre->key, 'C', pre->na, pre->nc, want);
+        if (!pscom_auth_equal(want, pf.proof, sizeof(want)) && pre->sock->sealed) {
+            unsigned char r = REJECT_AUTH;
+            send_frame(pre, F_REJECT, &r, 1);
+            pscom_stats.garbage_cons++;
+            PSCOM_LOG(2,
+                      "refused a connection from %s (%.*s pid %d) on %s: no proof of this "
+                      "socket's key (another job, or a client not given our endpoint)",
+                      pre->peer_str, (int)sizeof(pre->hello.host) - 1, pre->hello.host,
+                      (int)pre->hello.pid, pre->sock->ep);
+            drop_incoming(pre, NULL);
+            return;
+        }
+        hello_t h = pre->hello;
         pscom_con_t *con = bind_incoming(pre, &h);
         if (!con) {
             unsigned char r = REJECT_DUP;
@@ -522,7 +649,7 @@ static void acceptor_frame(precon_t *pre, int type, const unsigned char *payload
         pre->con = con;
         con->precon = pre; /* marks the connection as being accepted; bounds it in time */
         con->pub.state = PSCOM_CON_STATE_ACCEPTING;
-        take_identity(con, &h);
+        take_identity(con, &h, pf.key);
         hello_t mine;
         fill_hello(pre->sock, &mine);
         if (send_frame(pre, F_HELLO_ACK, &mine, sizeof(mine)) != 0) {
@@ -655,9 +782,11 @@ void pscom_precon_dump(const precon_t *pre, FILE *out)
 {
     static const char *const what[] = {
         [C_CONNECTING] = "waits for the TCP connection to the peer's listener",
-        [C_WAIT_HELLO_ACK] = "waits for the peer to answer our hello (the peer has not progressed)",
+        [C_WAIT_CHALLENGE] = "waits for the peer to answer our hello (the peer has not progressed)",
+        [C_WAIT_HELLO_ACK] = "waits for the peer to take our proof",
         [C_WAIT_ARCH] = "waits for the peer's answer to a transport offer",
         [A_WAIT_HELLO] = "waits for the peer's hello",
+        [A_WAIT_PROOF] = "waits for the peer's proof of our key",
         [A_WAIT_ARCH_REQ] = "waits for the peer's transport offer",
         [A_WAIT_ARCH_DONE] = "waits for the peer to complete the transport",
     };

@@ -177,6 +177,7 @@ struct pscom_con {
     char peer_host[64];
     int peer_pid;
     uint64_t peer_node;
+    uint8_t peer_key[16]; /* the key in the peer's endpoint string (zeros: none there) */
     char log_name[PSCOM_NAME_MAX + PSCOM_EP_STR_MAX + 16];
 
     list_head_t sendq;
@@ -201,7 +202,8 @@ static inline pscom_con_t *get_con(pscom_connection_t *pub)
 
 /* ---- sockets ---- */
 
-#define SOCK_MAGIC 0x736f636bu
+#define SOCK_MAGIC         0x736f636bu
+#define PSCOM_SOCK_KEY_LEN 16 /* bytes; 32 hex digits after '#' in the endpoint string */
 
 struct pscom_sock {
     pscom_socket_t pub;
@@ -219,7 +221,9 @@ struct pscom_sock {
     const pscom_plugin_t *tag_plugin; /* matches this socket's tagged messages (pscom_tag.c) */
     uint32_t bind_ip; /* pscom_listen_addr's address (network order); 0: every interface */
     char service[16]; /* pscom_socket_set_service: what its connections ask the peer for */
-    char serves[16];  /* pscom_socket_serve: the service whose incoming connections it takes */
+    uint8_t key[PSCOM_SOCK_KEY_LEN]; /* in our endpoint string; connectors prove they know it */
+    int sealed;                      /* pscom_socket_seal: refuse a handshake without proof */
+    char serves[16]; /* pscom_socket_serve: the service whose incoming connections it takes */
 };
 
 static inline pscom_sock_t *get_sock(pscom_socket_t *pub)
@@ -336,6 +340,10 @@ void pscom_con_start_connect(pscom_con_t *con);
 void pscom_con_start_deferred(pscom_sock_t *sock);
 pscom_con_t *pscom_con_find_by_addr(pscom_sock_t *sock, const char *addr);
 int pscom_ep_addr(const char *ep, char *addr, size_t addrlen, char *name, size_t namelen);
+/* The key of an endpoint string ("#" and 32 hex digits after the name) into key; 0 if it has
+   one, -1 if not (key zeroed). */
+int pscom_ep_key(const char *ep, uint8_t key[16]);
+void pscom_key_hex(const uint8_t key[16], char hex[33]);
 
 /* pscom_sockutil.c */
 int socket_fd_listen(int portno);

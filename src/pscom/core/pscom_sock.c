@@ -24,6 +24,8 @@ PSCOM_API pscom_socket_t *pscom_open_socket(size_t userdata_size, size_t con_use
     list_init(&sock->precons);
     sock->listen_fd = -1;
     sock->pub.listen_portno = -1;
+    if (pscom_random_bytes(sock->key, sizeof(sock->key)) != 0)
+        pscom_fatal("pscom_open_socket: no random bytes for the socket's key: %s", strerror(errno));
     sock->pub.userdata_size = userdata_size;
     sock->pub.userdata = userdata_size ? (void *)(sock + 1) : NULL;
     sock->con_userdata_size = con_userdata_size;
@@ -42,7 +44,16 @@ static void update_ep(pscom_sock_t *sock)
     struct in_addr a = {.s_addr = sock->bind_ip ? sock->bind_ip : (in_addr_t)pscom_global.ip};
     inet_ntop(AF_INET, &a, ip, sizeof(ip));
     snprintf(sock->addr, sizeof(sock->addr), "%s:%d", ip, sock->pub.listen_portno);
-    snprintf(sock->ep, sizeof(sock->ep), "%s@%s", sock->addr, sock->pub.local_name);
+    char hex[2 * PSCOM_SOCK_KEY_LEN + 1];
+    pscom_key_hex(sock->key, hex);
+    snprintf(sock->ep, sizeof(sock->ep), "%s@%s#%s", sock->addr, sock->pub.local_name, hex);
+}
+
+PSCOM_API void pscom_socket_seal(pscom_socket_t *socket)
+{
+    pscom_lock();
+    get_sock(socket)->sealed = 1;
+    pscom_unlock();
 }
 
 PSCOM_API void pscom_socket_set_name(pscom_socket_t *socket, const char *name)
@@ -53,7 +64,7 @@ PSCOM_API void pscom_socket_set_name(pscom_socket_t *socket, const char *name)
     /* keep names printable and free of the ep separators */
     for (; name && name[i] && i < PSCOM_NAME_MAX - 1; i++)
         socket->local_name[i] =
-            (name[i] == '@' || name[i] == ':' || name[i] <= ' ') ? '_' : name[i];
+            (name[i] == '@' || name[i] == ':' || name[i] == '#' || name[i] <= ' ') ? '_' : name[i];
     socket->local_name[i] = '\0';
     pscom_log_set_name(socket->local_name);
     update_ep(sock);

@@ -29,7 +29,8 @@ extern "C" {
 /* API version: major << 8 | minor. pscom_init() refuses a different major or a newer minor. */
 #define PSCOM_VERSION_MAJOR 1
 #define PSCOM_VERSION_MINOR                                                                        \
-    5 /* 5: pscom_listen_addr, pscom_socket_set_service, pscom_socket_serve; 4:                    \
+    6 /* 6: pscom_socket_seal, keys in endpoint strings; 5: pscom_listen_addr,                     \
+         pscom_socket_set_service, pscom_socket_serve; 4:                                          \
          PSCOM_ENV_SIZE_OPT, pscom_env_get; 3: PSCOM_TAG_DONE_INLINE; 2: tag matching in the       \
          transport; 1: pscom_set_oversubscribed */
 #define PSCOM_VERSION ((PSCOM_VERSION_MAJOR << 8) | PSCOM_VERSION_MINOR)
@@ -165,6 +166,12 @@ struct pscom_socket {
 pscom_socket_t *pscom_open_socket(size_t userdata_size, size_t con_userdata_size);
 /* Name this socket (at most PSCOM_NAME_MAX-1 chars), e.g. "r0000003"; used in logs and ep. */
 void pscom_socket_set_name(pscom_socket_t *socket, const char *name);
+/* Refuse connections whose handshake does not prove knowledge of this socket's key (the
+   random 128-bit key every socket has, in its endpoint string "ip:port@name#key"): only who
+   was given the endpoint string connects. A connector proves it by HMAC over both sides'
+   nonces, so a captured handshake does not replay. Handshakes for a service (the peer's
+   plugin, pscom_socket_serve) follow the serving socket's seal instead. */
+void pscom_socket_seal(pscom_socket_t *socket);
 /* Listen on a TCP port (PSCOM_ANYPORT: any). Needed before others can connect to us. */
 pscom_err_t pscom_listen(pscom_socket_t *socket, int portno);
 /* Listen on one local address "ip:port" (port 0: any) instead of on every interface; the

@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include "pscom_plugin.h"
 #include "tcp_socket.h"
 
@@ -265,9 +267,29 @@ static void tcp_close(pscom_con_t *con)
         free(tc);
 }
 
+/* Everything we wrote has reached the peer (the kernel's send queue is empty: SIOCOUTQ counts
+   unsent and unacknowledged bytes). Closing before that, with a message of the peer arriving
+   meanwhile (a credit grant), would make the kernel reset the connection and drop what it
+   still holds for a late receiver. */
+static int tcp_flushed(pscom_con_t *con)
+{
+    tcp_con_t *tc = pscom_con_transport_data(con);
+    int queued = 0;
+    if (!tc || tc->dead)
+        return 1;
+    if (tc->pend_len)
+        return 0;
+    if (ioctl(tc->ufd.fd, SIOCOUTQ, &queued) != 0)
+        return 1;
+    if (queued)
+        pscom_progress_block_hint(1); /* the peer's kernel acknowledges without an event here */
+    return queued == 0;
+}
+
 static const pscom_con_ops_t tcp_ops = {
     .write_start = tcp_write_start,
     .write_now = tcp_write_now,
+    .flushed = tcp_flushed,
     .close = tcp_close,
     .rndv_pull = NULL, /* large messages: the sender pushes after the receiver matched */
 };

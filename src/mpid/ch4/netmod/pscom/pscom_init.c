@@ -119,6 +119,9 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
     socket->ops.con_error = MPIDI_PSCOM_con_error;
     snprintf(name, sizeof(name), "r%07d", MPIR_Process.rank);
     pscom_socket_set_name(socket, name);
+    /* only who was given our endpoint string (this job, through PMI; a job given one of its
+       port names) connects: a process of another job is refused in the handshake */
+    pscom_socket_seal(socket);
     rc = pscom_listen(socket, PSCOM_ANYPORT);
     MPIR_ERR_CHKANDJUMP1(rc != PSCOM_SUCCESS, mpi_errno, MPI_ERR_OTHER, "**pscom_socket",
                          "**pscom_socket %s", pscom_err_str(rc));

@@ -124,6 +124,17 @@ fn_fail:
     return mpi_errno;
 }
 
+/* A failed first exchange with a process of another job: ch4 made an av table for it that no
+   communicator holds (reference count 0) and would release it once more at MPI_Finalize (an
+   assertion). Free it now. */
+static void drop_unused_avt(uint64_t remote_gpid)
+{
+    int avtid = MPIDIU_GPID_GET_AVTID(remote_gpid);
+    if (avtid > 0 && MPIDIU_get_av_table(avtid) &&
+        MPIR_Object_get_ref(MPIDIU_get_av_table(avtid)) == 0)
+        MPIDIU_free_avt(avtid);
+}
+
 int MPIDI_PSCOM_dynamic_send(uint64_t remote_gpid, int tag, const void *buf, int size, int timeout)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -147,12 +158,15 @@ int MPIDI_PSCOM_dynamic_send(uint64_t remote_gpid, int tag, const void *buf, int
     if (mpi_errno == MPI_SUCCESS && !MPIDI_PSCOM_PREQ(preq)->handler_id) {
         /* cannot withdraw a posted send: leak the request rather than free a live one */
         MPIR_ERR_SET(mpi_errno, MPI_ERR_PORT, "**pscom_timeout");
+        drop_unused_avt(remote_gpid);
         return mpi_errno;
     }
     if (mpi_errno == MPI_SUCCESS && !pscom_req_successful(preq))
         MPIR_ERR_SET1(mpi_errno, MPI_ERR_PORT, "**pscom_dynamic", "**pscom_dynamic %s",
                       pscom_req_state_str(preq->state));
     MPIDI_PSCOM_preq_free(preq);
+    if (mpi_errno != MPI_SUCCESS)
+        drop_unused_avt(remote_gpid);
 fn_fail:
     return mpi_errno;
 }
