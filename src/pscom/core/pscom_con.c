@@ -20,6 +20,7 @@ pscom_con_t *pscom_con_create(pscom_sock_t *sock)
     con->pub.userdata = sock->con_userdata_size ? (void *)(con + 1) : NULL;
     con->rndv_threshold = SIZE_MAX;
     con->fc_credit = FC_INITIAL;
+    list_init(&con->fc_link);
     con->next_rndv_id = 1;
     list_init(&con->kick_link);
     list_init(&con->sendq);

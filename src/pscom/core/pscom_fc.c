@@ -75,8 +75,30 @@ void pscom_fc_con_ready(pscom_con_t *con)
     send_credit(con, more); /* also when 0: the peer's sends past FC_INITIAL wait for it */
 }
 
+int pscom_fc_grants_due;
+static list_head_t grants_due = LIST_HEAD_INIT(grants_due);
+
+void pscom_fc_grant_later(pscom_con_t *con)
+{
+    if (list_linked(&con->fc_link))
+        return;
+    list_add_tail(&con->fc_link, &grants_due);
+    pscom_fc_grants_due = 1;
+}
+
+void pscom_fc_send_grants(void)
+{
+    pscom_fc_grants_due = 0;
+    while (!list_empty(&grants_due)) {
+        pscom_con_t *con = list_entry(grants_due.next, pscom_con_t, fc_link);
+        list_del(&con->fc_link);
+        pscom_fc_grant(con);
+    }
+}
+
 void pscom_fc_con_free(pscom_con_t *con)
 {
+    list_del(&con->fc_link);
     pscom_global.fc_pool += con->fc_reserved;
     con->fc_reserved = 0;
 }
@@ -96,7 +118,8 @@ void pscom_fc_starved(pscom_con_t *con)
     pscom_global.fc_pool -= more;
     con->fc_reserved += more;
     con->fc_window += more;
-    send_credit(con, more);
+    con->fc_return += more; /* goes with the next grant (we are inside the parser) */
+    pscom_fc_grant_later(con);
 }
 
 void pscom_fc_grant(pscom_con_t *con)

@@ -820,10 +820,13 @@ static void merge(pscom_req_t *req, pscom_req_t *gen)
             pscom_rndv_start_pull(con, req);
     } else if (gen->pub.state & PSCOM_REQ_STATE_IO_DONE) {
         gen_finish_merge(gen, req);
-    } else if (gen->pub.state & PSCOM_REQ_STATE_ERROR) {
+    } else if ((gen->pub.state & PSCOM_REQ_STATE_ERROR) && con->rs.req != gen) {
+        /* failed and nothing more comes for it (its connection failed) */
         free_generated(gen);
         req_fail(req, 0);
     } else {
+        /* still arriving, also one that failed (no memory for its data) while the parser
+           still passes its data over: recv_done hands it on, the error with it */
         gen->partner = req; /* still arriving */
     }
 }

@@ -167,6 +167,7 @@ struct pscom_con {
     uint64_t fc_reserved;  /* of that, taken from pscom_global.fc_pool */
     uint64_t fc_return;    /* receive: bytes of messages taken since our last grant */
     int fc_grown;          /* receive: the window grew since our last grant */
+    list_head_t fc_link;   /* in pscom_fc.c's connections with a grant due */
     uint32_t data_align;   /* pscom_con_set_data_align: 0 none */
     size_t data_align_min; /* data of at least this size only */
 
@@ -384,7 +385,10 @@ void pscom_plugin_counters(char *buf, size_t len); /* pscom_plugin.c */
 void pscom_fc_init(void);
 void pscom_fc_con_ready(pscom_con_t *con); /* established: grant the peer its window */
 void pscom_fc_con_free(pscom_con_t *con);
-void pscom_fc_grant(pscom_con_t *con);   /* give back what fc_return holds */
+void pscom_fc_grant(pscom_con_t *con);       /* give back what fc_return holds */
+void pscom_fc_grant_later(pscom_con_t *con); /* the same from the next progress round */
+extern int pscom_fc_grants_due;
+void pscom_fc_send_grants(void);
 void pscom_fc_starved(pscom_con_t *con); /* its sender ran out of credit */
 int pscom_fc_credit_received(pscom_con_t *con, const pscom_header_net_t *hdr); /* -1: bad */
 void pscom_fc_gen_held(pscom_req_t *gen, uint64_t cost);     /* an unexpected message waits */
@@ -407,8 +411,10 @@ static inline int pscom_fc_take(pscom_con_t *con, size_t xheader_len, uint64_t d
 static inline void pscom_fc_consumed(pscom_con_t *con, uint64_t cost)
 {
     con->fc_return += cost;
+    /* not from here: this runs inside the parser (and inside a receive's posting), and a
+       send may fail the connection or make a transport read */
     if (__builtin_expect(con->fc_return >= con->fc_window / 4, 0))
-        pscom_fc_grant(con);
+        pscom_fc_grant_later(con);
 }
 
 /* pscom_rndv.c */

@@ -170,6 +170,8 @@ static inline __attribute__((always_inline)) int progress_poll(void)
 {
     unsigned round = ++round_count;
     pscom_poller_t *only = pollers.next;
+    if (unlikely(pscom_fc_grants_due)) /* credit given back by the last round's receives */
+        pscom_fc_send_grants();
     /* the common case, a job over one transport: its poller alone, no fd due (the rest out of
        line, so that this path saves no registers) */
     if (likely(only->next == &pollers && only != &pollers && !n_busy_fds && (round & 255)))

@@ -61,6 +61,8 @@ struct tcp_con {
     pscom_ufd_t ufd;
     int busy; /* inside a handler: close must not free us */
     int dead;
+    int reading;      /* inside tcp_read: a write that fails now leaves the reading to it */
+    int write_broken; /* errno of a failed write; nothing more is written */
     size_t pend_off, pend_len; /* the rest of a message write_now wrote in part */
     char pend[NOW_MAX];
     char ra[READAHEAD];
@@ -113,16 +115,18 @@ static void tcp_fail(tcp_con_t *tc, pscom_op_t op, const char *why)
     pscom_con_transport_failed(tc->con, op, PSCOM_ERR_IOERROR, why);
 }
 
-static int tcp_read(tcp_con_t *tc);
-
 /* A write failed. A peer that closed after its last messages (its EOF among them) resets the
    connection when we write to it (a credit grant, a rendezvous read), but what it sent before
    is still in our socket: read it first, so that its EOF makes this an orderly end. */
 static void tcp_write_failed(tcp_con_t *tc, int err)
 {
-    if (err == EPIPE || err == ECONNRESET)
+    if (err == EPIPE || err == ECONNRESET) {
+        tc->write_broken = err;
+        if (tc->reading)
+            return; /* a write from inside the parser: the read under way goes on to the end */
         while (!tc->dead && tcp_read(tc))
             ;
+    }
     if (!tc->dead)
         tcp_fail(tc, PSCOM_OP_WRITE, strerror(err));
 }
@@ -150,6 +154,8 @@ static void tcp_write(tcp_con_t *tc)
 {
     struct iovec iov[3];
     int n;
+    if (tc->write_broken)
+        return;
     int r = write_pend(tc);
     if (r <= 0) {
         if (r == 0)
@@ -188,7 +194,7 @@ static void tcp_write_start(pscom_con_t *con)
 static int tcp_write_now(pscom_con_t *con, const struct iovec *iov, int n, size_t len)
 {
     tcp_con_t *tc = pscom_con_transport_data(con);
-    if (!tc || tc->dead || tc->pend_len || len > NOW_MAX)
+    if (!tc || tc->dead || tc->write_broken || tc->pend_len || len > NOW_MAX)
         return 0;
     ssize_t w = tcp_socket_writev(tc->ufd.fd, iov, n);
     if (likely(w == (ssize_t)len))
@@ -213,7 +219,7 @@ static int tcp_write_now(pscom_con_t *con, const struct iovec *iov, int n, size_
 }
 
 /* Returns nonzero if anything was read (or the connection ended). */
-static int tcp_read(tcp_con_t *tc)
+static int tcp_read_rounds(tcp_con_t *tc)
 {
     int made = 0;
     for (int round = 0; round < 16 && !tc->dead; round++) {
@@ -240,6 +246,18 @@ static int tcp_read(tcp_con_t *tc)
         if (!len && (size_t)n < sizeof(tc->ra))
             return made; /* drained */
     }
+    return made;
+}
+
+static int tcp_read(tcp_con_t *tc)
+{
+    tc->reading++;
+    int made = tcp_read_rounds(tc);
+    tc->reading--;
+    /* a write failed while we read (the peer reset the connection): once what it sent is read
+       to the end, the connection ends (orderly if its EOF came) */
+    if (tc->write_broken && !tc->dead && !tc->reading && !made)
+        tcp_fail(tc, PSCOM_OP_WRITE, strerror(tc->write_broken));
     return made;
 }
 
