@@ -309,6 +309,10 @@ static void reply(pscom_socket_t *sock, pscom_connection_t *con)
     } else {
         buf = pattern(100, 0, 0);
         tu_barrier();
+        /* the sender's data goes over UCX, the end of its handshake (ARCH_DONE) over the
+           handshake socket: the latter may come a moment after the barrier */
+        for (double end = tu_now() + 10; con->state != PSCOM_CON_STATE_RW && tu_now() < end;)
+            pscom_progress(1);
         ok(con->state == PSCOM_CON_STATE_RW,
            "the receiver's on-demand connection is up without a send of its own (state %d)",
            (int)con->state);
