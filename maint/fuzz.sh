@@ -80,7 +80,9 @@ for t in "${targets[@]}"; do
     rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$logs/$t.log" | tail -1)
     secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$logs/$t.log" | tail -1)
-    new=$(ls "$crashes" | grep "^$t-" | tail -n +$((before + 1)))
+    new=$(ls -tr "$crashes" | grep "^$t-" | tail -n +$((before + 1)))
+    slow=$(printf '%s\n' $new | grep -- '-slow-unit-') # libFuzzer's note (-report_slow_units)
+    new=$(printf '%s\n' $new | grep -v -- '-slow-unit-')
     corpus="corpus $(ls "test/fuzz/corpus/$t" | wc -l) + $(ls "$work" | wc -l) new"
     if [ "$rc" = 72 ] && [ -z "$new" ]; then # libFuzzer's exit status after SIGINT/SIGTERM
         echo "$t: interrupted after ${execs:-?} executions"
@@ -95,6 +97,7 @@ for t in "${targets[@]}"; do
         continue
     fi
     echo "$t: ${execs:-?} executions in ${secs:-?} s ($(( ${execs:-0} / (${secs:-1} > 0 ? ${secs:-1} : 1) ))/s), $corpus, no crash"
+    for f in $slow; do echo "  an input ran slowly once (over 10 s; a loaded machine?): $crashes/$f"; done
     if [ "$merge" = 1 ]; then
         "$BUILD/fuzz/fuzz_$t" -merge=1 "test/fuzz/corpus/$t" "$work" >>"$logs/$t.log" 2>&1 ||
             { echo "$t: merging into test/fuzz/corpus/$t failed (log $logs/$t.log)"; status=1; }
