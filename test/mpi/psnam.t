@@ -67,7 +67,14 @@ PSP_SHM=0 PSP_UCP=0 timeout 5 "$PREFIX/bin/pscom_pp" --sizes 8 "$PSP_NAM_SERVER@
 sleep 0.5
 kill -0 "$psnamd_pid" 2>/dev/null && grep -q "malformed request" "$MPITEST_TMP/psnamd.log" &&
     tap ok "psnamd survives garbage and another protocol, logs the malformed request" ||
-    { mpitest_comment "$MPITEST_TMP/psnamd.log"; tap "not ok" "psnamd survives garbage"; }
+    {
+        # its log, and its stderr (where a fatal error or a sanitizer's report goes), and how
+        # it ended
+        mpitest_comment "$MPITEST_TMP/psnamd.log"
+        mpitest_comment "$MPITEST_TMP/psnamd.out"
+        kill -0 "$psnamd_pid" 2>/dev/null || { wait "$psnamd_pid"; echo "# psnamd exit status $?"; }
+        tap "not ok" "psnamd survives garbage"
+    }
 
 for m in shm nam; do
     # three jobs in a row on one region, then psnam free, then attach fails
