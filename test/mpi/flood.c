@@ -104,7 +104,10 @@ static void flood(int rank, int size, long limit_kb)
         }
         free(next);
         grew_kb = vmhwm_kb() - before_kb;
-        ok &= grew_kb >= 0 && grew_kb < limit_kb + MARGIN_KB;
+        /* under AddressSanitizer (maint/check-sanitized.sh) freed memory waits in its
+           quarantine: the peak is shown, not asserted */
+        if (!getenv("MPITEST_SANITIZED"))
+            ok &= grew_kb >= 0 && grew_kb < limit_kb + MARGIN_KB;
         printf("# the receiver's peak memory grew by %ld KiB during %d x 8 B from %d sender(s) "
                "(PSP_UNEXPECTED_MAX %ld KiB, margin %d KiB)\n",
                grew_kb, n * senders, senders, limit_kb, MARGIN_KB);

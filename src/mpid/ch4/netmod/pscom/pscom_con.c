@@ -147,6 +147,49 @@ void MPIDI_PSCOM_check_lost(void)
     MPID_Abort(NULL, MPI_ERR_OTHER, 1, MPIDI_PSCOM_global.lost_msg);
 }
 
+/* Complete a request that failed because its connection broke, a second later (or after
+ * PSP_MPI_LOST_PEER_ABORT if that is shorter). A broken connection mostly means a dead peer,
+ * and the launcher names it (rank, host, signal) when it ends the job; an error handed to
+ * MPI at once (fatal by default) would end the job first, from this process, with only
+ * "connection broken" to say. A program with MPI_ERRORS_RETURN gets the error all the same. */
+void MPIDI_PSCOM_complete_broken(MPIR_Request *req)
+{
+    MPIDI_PSCOM_global_t *g = &MPIDI_PSCOM_global;
+    uint64_t grace_s = MPIDI_PSCOM_lost_peer_abort_s < 1 ? MPIDI_PSCOM_lost_peer_abort_s : 1;
+    if (g->finalizing || !grace_s) {
+        MPIDIU_request_complete(req);
+        return;
+    }
+    if (g->n_held == g->max_held) {
+        int n = g->max_held ? 2 * g->max_held : 16;
+        void *p = MPL_realloc(g->held, n * sizeof(req), MPL_MEM_OTHER);
+        if (!p) {
+            MPIDIU_request_complete(req); /* only the message may then be the less helpful one */
+            return;
+        }
+        g->held = p;
+        g->max_held = n;
+    }
+    if (!g->n_held)
+        g->held_until_ns = now_ns() + grace_s * 1000000000ull;
+    g->held[g->n_held++] = req;
+}
+
+/* Progress (and finalize): complete the held requests once their time came. */
+void MPIDI_PSCOM_release_held(void)
+{
+    MPIDI_PSCOM_global_t *g = &MPIDI_PSCOM_global;
+    if (!g->finalizing && now_ns() < g->held_until_ns)
+        return;
+    MPIR_Request **list = g->held; /* a completion may fail more requests: a new list */
+    int n = g->n_held;
+    g->held = NULL;
+    g->n_held = g->max_held = 0;
+    for (int i = 0; i < n; i++)
+        MPIDIU_request_complete(list[i]);
+    MPL_free(list);
+}
+
 /* Close the connections peers closed, once nothing is left to receive from them. */
 void MPIDI_PSCOM_reap_closed(void)
 {

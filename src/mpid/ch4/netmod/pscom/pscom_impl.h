@@ -120,6 +120,12 @@ typedef struct {
        what to say (MPIDI_PSCOM_check_lost); 0: nothing lost */
     uint64_t lost_deadline_ns;
     char lost_msg[256];
+    /* requests failed by a broken connection, completed (with their error) only at
+       held_until_ns (MPIDI_PSCOM_complete_broken) */
+    MPIR_Request **held;
+    int n_held;
+    int max_held;
+    uint64_t held_until_ns;
     /* finished requests of the tagged shape, reused by MPIDI_PSCOM_preq_create (pscom_queue.c) */
     pscom_request_t *preq_cache[MPIDI_PSCOM_PREQ_CACHE_MAX];
     int n_preq_cache;
@@ -177,6 +183,8 @@ void MPIDI_PSCOM_reap_closed(void);
 void MPIDI_PSCOM_check_lost(
     void); /* a broken connection: abort once PSP_MPI_LOST_PEER_ABORT passed */
 extern unsigned MPIDI_PSCOM_lost_peer_abort_s;
+void MPIDI_PSCOM_complete_broken(MPIR_Request *req);
+void MPIDI_PSCOM_release_held(void);
 
 /* The connection to the process of av entry; made again if the peer had closed the old one. */
 MPL_STATIC_INLINE_PREFIX pscom_connection_t *MPIDI_PSCOM_av_con(MPIDI_av_entry_t *av)

@@ -265,6 +265,8 @@ int MPIDI_PSCOM_mpi_finalize_hook(void)
      * a peer still sends on, then let pscom flush and close everything */
     mpi_errno = barrier_progressing();
     MPIDI_PSCOM_global.finalizing = 1;
+    if (MPIDI_PSCOM_global.n_held)
+        MPIDI_PSCOM_release_held(); /* all of them now */
     MPIDI_PSCOM_preq_cache_drop();
     for (int i = 0; i < MPIDIU_get_n_avts(); i++) {
         MPIDI_av_table_t *t = MPIDIU_get_av_table(i);

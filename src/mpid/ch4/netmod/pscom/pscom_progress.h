@@ -20,6 +20,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
         MPIDI_PSCOM_reap_closed();
     if (unlikely(MPIDI_PSCOM_global.lost_deadline_ns))
         MPIDI_PSCOM_check_lost();
+    if (unlikely(MPIDI_PSCOM_global.n_held))
+        MPIDI_PSCOM_release_held();
     if (!events && MPIDI_PSCOM_global.yield_idle)
         sched_yield();
     return MPI_SUCCESS;
