@@ -29,6 +29,8 @@ PKGS="$PKGS iproute2"
 # test only: the libFuzzer targets of test/fuzz (maint/fuzz.sh, test/fuzz/corpus.t) are built
 # with clang and its libFuzzer; test/fuzz skips without them
 PKGS="$PKGS clang libfuzzer-14-dev"
+# maintenance only: maint/check-sanitized.sh keeps its copy of MPICH's build tree with rsync
+PKGS="$PKGS rsync"
 for arg in "$@"; do
     case $arg in
     --fortran) ;; # compatibility: gfortran is in PKGS anyway
