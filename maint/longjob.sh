@@ -53,11 +53,15 @@ job_pids() { # the ranks: processes carrying our tag whose command is mixed
 reset="" t_reset=0
 if [ -n "$reset_at" ]; then
     while kill -0 $job 2>/dev/null && [ $(($(date +%s) - t0)) -lt "$reset_at" ]; do sleep 1; done
-    # shellcheck disable=SC2046 # a list of pids
-    reset=$("$top/test/mpi/tcp-reset.sh" $(job_pids)) ||
-        { echo "longjob.sh: could not reset a connection (root? ss -K?)" >&2; kill $job; exit 1; }
-    t_reset=$(date +%s)
-    echo "== reset after $((t_reset - t0)) s: $reset"
+    if kill -0 $job 2>/dev/null; then
+        # shellcheck disable=SC2046 # a list of pids
+        reset=$("$top/test/mpi/tcp-reset.sh" $(job_pids)) ||
+            { echo "longjob.sh: could not reset a connection (root? ss -K?)" >&2; kill $job; exit 1; }
+        t_reset=$(date +%s)
+        echo "== reset after $((t_reset - t0)) s: $reset"
+    else
+        echo "== the job ended before the reset"
+    fi
 fi
 wait $job
 rc=$?
@@ -70,7 +74,7 @@ verdict() { # CONDITION DESCRIPTION
 }
 echo "== the job ended after $((t1 - t0)) s with exit status $rc"
 verdict '! grep -q CORRUPT "$tmp/out" "$tmp/err"' "no rank saw a wrong byte"
-if [ -z "$reset" ]; then
+if [ -z "$reset_at" ] || [ -z "$reset" ]; then
     verdict '[ $rc -eq 0 ] && grep -q "^ok 1" "$tmp/out"' "the job ran its $minutes min and passed"
 else
     limit=$((${PSP_MPI_LOST_PEER_ABORT:-10} + 20))

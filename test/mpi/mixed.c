@@ -80,6 +80,10 @@ static void check(const unsigned char *buf, size_t len, uint64_t k, const char *
 }
 
 static unsigned char *sbuf, *rbuf;
+/* A pattern's messages of a later round may arrive while a rank still receives an earlier
+ * one (only collectives hold ranks together): each point-to-point pattern has a communicator
+ * of its own, so that a receive with MPI_ANY_SOURCE never takes another pattern's message */
+static MPI_Comm comm_pw, comm_m2o, comm_late;
 
 static void pairwise(int round)
 {
@@ -89,8 +93,8 @@ static void pairwise(int round)
     MPI_Request rq[2];
     MPI_Status st[2]; /* not MPI_STATUSES_IGNORE: gcc 12 warns about its size */
     fill(sbuf, len, key(rank, to, round, 0));
-    MPI_Irecv(rbuf, (int)len, MPI_BYTE, from, round & 0x7fff, MPI_COMM_WORLD, &rq[0]);
-    MPI_Isend(sbuf, (int)len, MPI_BYTE, to, round & 0x7fff, MPI_COMM_WORLD, &rq[1]);
+    MPI_Irecv(rbuf, (int)len, MPI_BYTE, from, round & 0x7fff, comm_pw, &rq[0]);
+    MPI_Isend(sbuf, (int)len, MPI_BYTE, to, round & 0x7fff, comm_pw, &rq[1]);
     MPI_Waitall(2, rq, st);
     check(rbuf, len, key(from, rank, round, 0), "pairwise", from, round);
 }
@@ -113,14 +117,14 @@ static void many_to_one(int round)
         for (int s = 0; s < n; s++) {
             size_t len = mix(key(rank, root, round, s)) % cap;
             fill(sbuf, len, key(rank, root, round, s));
-            MPI_Send(sbuf, (int)len, MPI_BYTE, root, m2o_tag(round, s), MPI_COMM_WORLD);
+            MPI_Send(sbuf, (int)len, MPI_BYTE, root, m2o_tag(round, s), comm_m2o);
         }
         return;
     }
     for (int m = 0; m < n * (np - 1); m++) {
         MPI_Status st;
         int len, s = m / (np - 1);
-        MPI_Recv(rbuf, (int)cap, MPI_BYTE, MPI_ANY_SOURCE, m2o_tag(round, s), MPI_COMM_WORLD, &st);
+        MPI_Recv(rbuf, (int)cap, MPI_BYTE, MPI_ANY_SOURCE, m2o_tag(round, s), comm_m2o, &st);
         MPI_Get_count(&st, MPI_BYTE, &len);
         if ((size_t)len != mix(key(st.MPI_SOURCE, root, round, s)) % cap) {
             fprintf(stderr, "CORRUPT: rank %d, round %d, many-to-one from %d: length %d\n", rank,
@@ -144,13 +148,13 @@ static void late_receiver(int round)
         MPI_Status st[BURST];
         for (int s = 0; s < BURST; s++) {
             fill(sbuf + (size_t)s * 1024, len, key(rank, peer, round, s));
-            MPI_Isend(sbuf + (size_t)s * 1024, (int)len, MPI_BYTE, peer, s, MPI_COMM_WORLD, &rq[s]);
+            MPI_Isend(sbuf + (size_t)s * 1024, (int)len, MPI_BYTE, peer, s, comm_late, &rq[s]);
         }
         MPI_Waitall(BURST, rq, st);
     } else {
         usleep(2000);
         for (int s = BURST - 1; s >= 0; s--) { /* in reverse: every one waits in the queue */
-            MPI_Recv(rbuf, (int)len, MPI_BYTE, peer, s, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(rbuf, (int)len, MPI_BYTE, peer, s, comm_late, MPI_STATUS_IGNORE);
             check(rbuf, len, key(peer, rank, round, s), "late", peer, round);
         }
     }
@@ -230,6 +234,9 @@ int main(int argc, char **argv)
     sbuf = malloc(MAX_MSG + BURST * 1024);
     rbuf = malloc(MAX_MSG + BURST * 1024);
     MPI_Win_allocate(MAX_MSG / 4, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &winbuf, &win);
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm_pw);
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm_m2o);
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm_late);
     if (!sbuf || !rbuf) {
         fprintf(stderr, "mixed: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -260,6 +267,9 @@ int main(int argc, char **argv)
         printf("ok 1 - %d rounds of mixed traffic in %.0f s, %lld bytes verified\n", round,
                MPI_Wtime() - t0, total);
     MPI_Win_free(&win);
+    MPI_Comm_free(&comm_pw);
+    MPI_Comm_free(&comm_m2o);
+    MPI_Comm_free(&comm_late);
     free(sbuf);
     free(rbuf);
     MPI_Finalize();

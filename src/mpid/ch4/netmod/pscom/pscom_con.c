@@ -144,7 +144,10 @@ void MPIDI_PSCOM_check_lost(void)
     if (MPIDI_PSCOM_global.finalizing || now_ns() < MPIDI_PSCOM_global.lost_deadline_ns)
         return;
     MPIDI_PSCOM_global.lost_deadline_ns = 0;
-    MPID_Abort(NULL, MPI_ERR_OTHER, 1, MPIDI_PSCOM_global.lost_msg);
+    /* with the world, so that the launcher gets the abort (PMI) and ends the job with its
+     * status; without a communicator MPID_Abort only exits, and hydra then reports the ranks
+     * it kills while cleaning up as the failure (KILLED BY SIGNAL 9) */
+    MPID_Abort(MPIR_Process.comm_world, MPI_ERR_OTHER, 1, MPIDI_PSCOM_global.lost_msg);
 }
 
 /* Complete a request that failed because its connection broke, a second later (or after
