@@ -92,9 +92,14 @@ static FILE *log_out;
 /* connections to close once pscom is out of its callbacks */
 static pscom_connection_t *to_close[64];
 static int n_to_close;
+/* the connection psnamd_serve_poll is closing: pscom_close_connection flushes it and so runs
+ * callbacks, whose close_later of that same connection would close it again once freed */
+static pscom_connection_t *closing;
 
 static void close_later(pscom_connection_t *con)
 {
+    if (con == closing)
+        return;
     for (int i = 0; i < n_to_close; i++)
         if (to_close[i] == con)
             return;
@@ -108,8 +113,10 @@ void psnamd_serve_poll(void)
 {
     while (n_to_close) {
         pscom_connection_t *con = to_close[--n_to_close];
+        closing = con;
         client_drop(con);
         pscom_close_connection(con);
+        closing = NULL;
     }
 }
 

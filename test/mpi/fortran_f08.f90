@@ -119,6 +119,7 @@ program fortran_f08
         'mpi_f08: MPI_Comm_split (even/odd) and MPI_Ibcast + MPI_Wait on it')
     call MPI_Comm_free(half)
 
+    deallocate(sbuf, rbuf) ! a main program's arrays are not freed at its end (leak checkers)
     call MPI_Finalize()
     if (nfail > 0) stop 1
 

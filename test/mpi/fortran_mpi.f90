@@ -98,6 +98,7 @@ program fortran_mpi
     if (rank == 0) ok = all(ranks == [(i, i = 0, nprocs - 1)])
     call check(ok .and. ierr == MPI_SUCCESS, 'use mpi: MPI_Gather of the ranks to rank 0')
 
+    deallocate(ranks) ! a main program's arrays are not freed at its end (leak checkers)
     call MPI_Finalize(ierr)
     if (nfail > 0) stop 1
 

@@ -6,6 +6,7 @@
  */
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
+#include "pscom_spawn.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -273,11 +274,13 @@ int MPIDI_PSCOM_mpi_finalize_hook(void)
         if (i == 0 && !MPIDI_PSCOM_global.world_done)
             continue; /* sessions without MPI_COMM_WORLD: ch4 never asked us to fill it */
         for (int j = 0; t && j < t->size; j++) {
-            MPL_free(MPIDI_PSCOM_AV(&t->table[j]).ep);
+            if (i == 0) /* the dynamic tables' strings: MPIDI_PSCOM_dyn_avts_finalize */
+                MPL_free(MPIDI_PSCOM_AV(&t->table[j]).ep);
             MPIDI_PSCOM_AV(&t->table[j]).ep = NULL;
             MPIDI_PSCOM_AV(&t->table[j]).con = NULL; /* closed with the socket */
         }
     }
+    MPIDI_PSCOM_dyn_avts_finalize();
     pscom_close_socket(MPIDI_PSCOM_global.socket);
     MPIDI_PSCOM_global.socket = NULL;
     MPL_free(MPIDI_PSCOM_global.closed);

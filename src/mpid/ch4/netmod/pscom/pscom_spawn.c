@@ -6,6 +6,7 @@
  */
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
+#include "pscom_spawn.h"
 
 int MPIDI_PSCOM_get_local_upids(MPIR_Comm *comm, int **local_upid_size, char **local_upids)
 {
@@ -35,6 +36,39 @@ int MPIDI_PSCOM_get_local_upids(MPIR_Comm *comm, int **local_upid_size, char **l
 fn_fail:
     MPL_free(sizes);
     return mpi_errno;
+}
+
+/* The endpoint strings of the av tables made here for dynamic peers (connect/accept, spawn).
+ * MPICH frees such a table when its last communicator goes, without telling the netmod: the
+ * strings are listed here and freed once their table is gone (looked at whenever a new table
+ * is made, which only this file does) or at finalize. */
+typedef struct dyn_avt {
+    int avtid;
+    int n;
+    char **eps;
+    struct dyn_avt *next;
+} dyn_avt_t;
+static dyn_avt_t *dyn_avts;
+
+static void free_dyn_avts(int all)
+{
+    for (dyn_avt_t **p = &dyn_avts; *p;) {
+        dyn_avt_t *d = *p;
+        if (!all && MPIDIU_get_av_table(d->avtid)) {
+            p = &d->next;
+            continue;
+        }
+        for (int i = 0; i < d->n; i++)
+            MPL_free(d->eps[i]);
+        MPL_free(d->eps);
+        *p = d->next;
+        MPL_free(d);
+    }
+}
+
+void MPIDI_PSCOM_dyn_avts_finalize(void)
+{
+    free_dyn_avts(1);
 }
 
 /* gpid of the av entry whose endpoint is ep, or -1. */
@@ -77,10 +111,26 @@ int MPIDI_PSCOM_upids_to_gpids(int size, int *remote_upid_size, char *remote_upi
     }
     if (n_new) {
         int avtid;
+        free_dyn_avts(0);
+        dyn_avt_t *d = MPL_calloc(1, sizeof(*d), MPL_MEM_ADDRESS);
+        char **eps = MPL_calloc(n_new, sizeof(char *), MPL_MEM_ADDRESS);
+        if (!d || !eps) {
+            MPL_free(d);
+            MPL_free(eps);
+            MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
+        }
         mpi_errno = MPIDIU_new_avt(n_new, &avtid);
-        MPIR_ERR_CHECK(mpi_errno);
+        if (mpi_errno) {
+            MPL_free(d);
+            MPL_free(eps);
+            goto fn_fail;
+        }
+        *d = (dyn_avt_t){.avtid = avtid, .n = n_new, .eps = eps, .next = dyn_avts};
+        dyn_avts = d;
         for (int i = 0; i < n_new; i++) {
-            mpi_errno = MPIDI_PSCOM_connect_av(&MPIDIU_get_av(avtid, i), new_ep[i]);
+            MPIDI_av_entry_t *av = &MPIDIU_get_av(avtid, i);
+            mpi_errno = MPIDI_PSCOM_connect_av(av, new_ep[i]);
+            eps[i] = MPIDI_PSCOM_AV(av).ep; /* owned by the list from here on */
             MPIR_ERR_CHECK(mpi_errno);
             remote_gpids[new_idx[i]] = MPIDIU_GPID_CREATE(avtid, i);
         }
