@@ -87,9 +87,25 @@ if [ ${#pscom_tests[@]} -gt 0 ]; then
     echo "== libpscom tests under AddressSanitizer + UBSan (build-asan/)"
     BUILD="$asan" ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} prove "${pscom_tests[@]}" || status=1
 fi
-if [ ${#mpi_tests[@]} -gt 0 ]; then
-    echo "== MPI tests with libmpi and libpscom under AddressSanitizer + UBSan"
+# test/mpi/scale.t without leak checking: LeakSanitizer's own thread tracer crashes ("Tracer
+# caught signal 11") in ranks that map the UCX shared memory of 63 and more peers (ucp-sm, 64
+# and 128 ranks); AddressSanitizer and UBSan still watch them
+expand() { for t in "$@"; do if [ -d "$t" ]; then ls "$t"/*.t; else echo "$t"; fi; done; }
+mapfile -t mpi_tests < <(expand ${mpi_tests[@]+"${mpi_tests[@]}"})
+mpi_run() { # prove the given tests with the sanitized ranks
     PSMPI_PREFIX="$top/install" MPITEST_MPIEXEC="$asan/mpi/mpiexec" MPITEST_SANITIZED=1 \
-        MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-90} prove "${mpi_tests[@]}" || status=1
+        MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-90} prove "$@" || status=1
+}
+leaky=() others=()
+for t in ${mpi_tests[@]+"${mpi_tests[@]}"}; do
+    case $t in */scale.t) leaky+=("$t") ;; *) others+=("$t") ;; esac
+done
+if [ ${#others[@]} -gt 0 ]; then
+    echo "== MPI tests with libmpi and libpscom under AddressSanitizer + UBSan"
+    mpi_run "${others[@]}"
+fi
+if [ ${#leaky[@]} -gt 0 ]; then
+    echo "== ... and without LeakSanitizer (its tracer fails with 64 ranks over ucp-sm)"
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} mpi_run "${leaky[@]}"
 fi
 exit $status
