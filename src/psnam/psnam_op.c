@@ -73,7 +73,8 @@ int psnam_apply(unsigned op, unsigned dtype, void *target, const void *origin, s
     if (op == PSNAM_OP_NO_OP)
         return 0;
     if (op == PSNAM_OP_REPLACE) {
-        memmove(target, origin, n * sz);
+        if (n) /* an empty request may come without data: origin NULL */
+            memmove(target, origin, n * sz);
         return 0;
     }
 #define BITWISE BITWISE_INT
