@@ -476,6 +476,9 @@ static char *target(client_t *c, const psnam_msg_t *q, uint64_t len, int *err)
         *err = PSNAM_E_RANGE;
         return NULL;
     }
+    static char none; /* a region of size 0 has no data (NULL): no byte of it is touched */
+    if (!r->data)
+        return &none;
     return r->data + r->offs[q->seg] + q->offset;
 }
 
