@@ -12,6 +12,7 @@
  */
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
+#include "pscom_broken.h"
 
 typedef struct {
     MPIR_Comm *comm;
@@ -129,6 +130,7 @@ static int send_to(exchange_t *x, int rank, const void *buf)
     pscom_post_send(sreq);
     int mpi_errno = wait_preq(sreq);
     if (!mpi_errno && !pscom_req_successful(sreq)) {
+        MPIDI_PSCOM_broken_wait();
         *x->errflag = MPIR_ERR_OTHER;
         mpi_errno = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                          MPI_ERR_OTHER, "**pscom_con", "**pscom_con %s %s",
@@ -169,6 +171,8 @@ static int wait_recv(exchange_t *x)
                                     (int)x->len);
     }
     if (!pscom_req_successful(preq)) {
+        if (preq->state & PSCOM_REQ_STATE_ERROR)
+            MPIDI_PSCOM_broken_wait();
         *x->errflag = MPIR_ERR_OTHER;
         return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                     MPI_ERR_OTHER, "**pscom_con", "**pscom_con %s %s",

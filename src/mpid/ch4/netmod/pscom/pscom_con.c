@@ -5,6 +5,7 @@
  */
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
+#include "pscom_broken.h"
 
 /*
  * A connection the peer at ep opened to us before we knew it (e.g. a spawned child or a
@@ -155,11 +156,18 @@ void MPIDI_PSCOM_check_lost(void)
  * and the launcher names it (rank, host, signal) when it ends the job; an error handed to
  * MPI at once (fatal by default) would end the job first, from this process, with only
  * "connection broken" to say. A program with MPI_ERRORS_RETURN gets the error all the same. */
+static uint64_t broken_grace_s(void)
+{
+    return MPIDI_PSCOM_global.finalizing       ? 0
+           : MPIDI_PSCOM_lost_peer_abort_s < 1 ? MPIDI_PSCOM_lost_peer_abort_s
+                                               : 1;
+}
+
 void MPIDI_PSCOM_complete_broken(MPIR_Request *req)
 {
     MPIDI_PSCOM_global_t *g = &MPIDI_PSCOM_global;
-    uint64_t grace_s = MPIDI_PSCOM_lost_peer_abort_s < 1 ? MPIDI_PSCOM_lost_peer_abort_s : 1;
-    if (g->finalizing || !grace_s) {
+    uint64_t grace_s = broken_grace_s();
+    if (!grace_s) {
         MPIDIU_request_complete(req);
         return;
     }
@@ -176,6 +184,15 @@ void MPIDI_PSCOM_complete_broken(MPIR_Request *req)
     if (!g->n_held)
         g->held_until_ns = now_ns() + grace_s * 1000000000ull;
     g->held[g->n_held++] = req;
+}
+
+/* The same grace where the netmod waits for its own pscom requests (pscom_coll_small.c): keep
+ * progressing until it passed; the caller then returns its error. */
+void MPIDI_PSCOM_broken_wait(void)
+{
+    uint64_t until = now_ns() + broken_grace_s() * 1000000000ull;
+    while (now_ns() < until && MPID_Progress_test(NULL) == MPI_SUCCESS)
+        MPIDI_PROGRESS_YIELD();
 }
 
 /* Progress (and finalize): complete the held requests once their time came. */
