@@ -7,7 +7,8 @@
 #  - test/docs: every PSP_* the documentation names exists, every variable is documented;
 #  - with an installed MPI (install/): the netmod warnings check; the MPI tests of test/mpi
 #    with the default transports and with tcp only (PSP_SHM=0 PSP_UCP=0), the modulefile with
-#    Lmod too where it is installed; a representative set
+#    Lmod too where it is installed; CUDA device memory in every kind of call over each
+#    transport with a fake CUDA driver (test/cuda); a representative set
 #    with PSP_SHM=0, with MPICH's inter-node paths (MPIR_CVAR_NOLOCAL=1 NUM_CLIQUES=2) and,
 #    where the ucp plugin is usable, over ucp alone (UCX's tcp, UCX's shared memory, and UCX's
 #    shared memory with PSP_UCP_TAG=0); and a fast subset of MPICH's own test suite in the
@@ -64,6 +65,9 @@ if [ -x "$top/install/bin/mpiexec" ]; then
         PSMPI_PREFIX="$top/install" MODULES_INIT=/usr/share/lmod/lmod/init/sh \
             prove test/mpi/modulefile.t || status=1
     fi
+    # each test forces shm, tcp and ucp itself
+    echo "== CUDA device memory with a fake driver (test/cuda)"
+    PSMPI_PREFIX="$top/install" prove test/cuda/ || status=1
     # the ucp plugin (when built) ranks above tcp: switch it off too to force tcp
     echo "== MPI tests with PSP_SHM=0 PSP_UCP=0 (tcp only)"
     PSMPI_PREFIX="$top/install" PSP_SHM=0 PSP_UCP=0 prove test/mpi/ || status=1

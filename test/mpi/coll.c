@@ -269,6 +269,19 @@ static int test_reduce(MPI_Comm comm)
         if (rank == root)
             ok &= s[0] == size * (size - 1) / 2 && s[1] == size && s[2] == -s[0];
     }
+    /* in place at every root, 2000 ints: MPICH 4.0.2's node-aware composition handed a root's
+       MPI_IN_PLACE on to a reduce where it was not the root, which then copied from it */
+    int *big = malloc(2000 * sizeof(int));
+    for (int root = 0; root < size; root++) {
+        for (int i = 0; i < 2000; i++)
+            big[i] = rank + i;
+        MPI_Reduce(rank == root ? MPI_IN_PLACE : big, rank == root ? big : NULL, 2000, MPI_INT,
+                   MPI_SUM, root, comm);
+        if (rank == root)
+            for (int i = 0; i < 2000; i += 333)
+                ok &= big[i] == size * i + size * (size - 1) / 2;
+    }
+    free(big);
     /* double MAX/MIN, long long PROD, unsigned BAND, MAXLOC at root 0 */
     double d = rank * 1.5, dmax = -1, dmin = -1;
     MPI_Reduce(&d, &dmax, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
@@ -1002,8 +1015,9 @@ int main(int argc, char **argv)
     check(test_gather_scatter(w), "MPI_Gather(v) / MPI_Scatter(v)");
     check(test_allgather(w), "MPI_Allgather (also MPI_IN_PLACE) / MPI_Allgatherv");
     check(test_alltoall(w), "MPI_Alltoall / MPI_Alltoallv / MPI_Alltoallw");
-    check(test_reduce(w), "MPI_Reduce: SUM to every root, MAX, MIN, PROD, BAND, MAXLOC, "
-                          "non-commutative user op; MPI_Reduce_local");
+    check(test_reduce(w),
+          "MPI_Reduce: SUM to every root (also in place), MAX, MIN, PROD, BAND, MAXLOC, "
+          "non-commutative user op; MPI_Reduce_local");
     check(test_allreduce(w), "MPI_Allreduce: int/float/uchar/long/double, SUM MIN BOR LAND LOR "
                              "BXOR MINLOC MAX, MPI_IN_PLACE, 800 KB");
     check(test_allreduce_sizes(), "MPI_Allreduce on every communicator size up to the world's, "

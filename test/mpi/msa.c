@@ -153,9 +153,9 @@ static void test_info_env(void)
     MPI_Info_get(MPI_INFO_ENV, "cuda_aware", MPI_MAX_INFO_VAL, val, &flag);
     check(flag && !strcmp(val, "false"), "MPI_INFO_ENV cuda_aware is \"false\"");
 
-    check(
-        MPIX_MSA_AWARENESS == 1 && MPIX_CUDA_AWARE_SUPPORT == 0 && MPIX_Query_cuda_support() == 0,
-        "mpi-ext.h: MPIX_MSA_AWARENESS 1, MPIX_CUDA_AWARE_SUPPORT 0, MPIX_Query_cuda_support() 0");
+    check(MPIX_MSA_AWARENESS == 1 && MPIX_CUDA_AWARE_SUPPORT == 1 && MPIX_Query_cuda_support() == 0,
+          "mpi-ext.h: MPIX_MSA_AWARENESS 1, MPIX_CUDA_AWARE_SUPPORT 1, MPIX_Query_cuda_support() 0 "
+          "(no PSP_CUDA)");
 }
 
 /* ---- collectives ---- */

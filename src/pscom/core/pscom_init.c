@@ -240,6 +240,7 @@ static pscom_err_t init_common(int version, int threaded)
     pscom_env_register("pscom", core_env);
     pscom_fc_init();
     pscom_log_init();
+    pscom_cuda_init();
     choose_ip();
     pscom_reactor_init();
     pscom_plugins_init();
@@ -286,6 +287,7 @@ PSCOM_API void pscom_cleanup(void)
         print_stats();
     pscom_plugins_destroy();
     pscom_reactor_destroy();
+    pscom_cuda_cleanup();
     pscom_global.initialized = 0;
     pscom_unlock();
 }

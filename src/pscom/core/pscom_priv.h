@@ -296,6 +296,10 @@ static inline void pscom_unlock(void)
 
 /* ---- internal functions (callers hold the lock) ---- */
 
+/* pscom_cuda.c */
+void pscom_cuda_init(void);
+void pscom_cuda_cleanup(void);
+
 /* pscom_env.c */
 void pscom_env_parse_table(const pscom_env_row_t *table);
 int pscom_env_is_set(const char *name);

@@ -29,7 +29,8 @@ extern "C" {
 /* API version: major << 8 | minor. pscom_init() refuses a different major or a newer minor. */
 #define PSCOM_VERSION_MAJOR 1
 #define PSCOM_VERSION_MINOR                                                                        \
-    6 /* 6: pscom_socket_seal, keys in endpoint strings; 5: pscom_listen_addr,                     \
+    7 /* 7: device memory (pscom_is_gpu_mem, pscom_gpu_memcpy, host buffers); 6:                   \
+         pscom_socket_seal, keys in endpoint strings; 5: pscom_listen_addr,                        \
          pscom_socket_set_service, pscom_socket_serve; 4:                                          \
          PSCOM_ENV_SIZE_OPT, pscom_env_get; 3: PSCOM_TAG_DONE_INLINE; 2: tag matching in the       \
          transport; 1: pscom_set_oversubscribed */
@@ -426,6 +427,30 @@ typedef struct pscom_plugin_info {
 /* Info on the index'th known plugin in selection order. Returns 0, or -1 past the end.
    Loads dlopen'able plugins on first use. */
 int pscom_plugin_info(int index, pscom_plugin_info_t *info);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Device memory (CUDA). With PSP_CUDA=1 libpscom loads the CUDA driver at init; message data
+   itself must still be host memory: the layer above stages device buffers with these. */
+
+extern int pscom_cuda_on; /* 1: PSP_CUDA=1 and a driver and device were found */
+
+/* 1 when device pointers may be given to the functions below (pscom_cuda_on). */
+int pscom_is_cuda_enabled(void);
+/* 1 with PSP_CUDA_ENFORCE_STAGING=1: no transport moves device memory itself. */
+int pscom_cuda_enforce_staging(void);
+int pscom_is_gpu_mem_query(const void *ptr);
+/* 1 if ptr is device memory the CPU must not touch; managed memory counts as host. Costs one
+   load without PSP_CUDA. */
+static inline int pscom_is_gpu_mem(const void *ptr)
+{
+    return __builtin_expect(pscom_cuda_on, 0) && pscom_is_gpu_mem_query(ptr);
+}
+/* memcpy where either side may be device memory. PSCOM_ERR_IOERROR if the driver fails. */
+pscom_err_t pscom_gpu_memcpy(void *dst, const void *src, size_t len);
+/* A host buffer of at least len bytes for staging (page-locked with PSP_CUDA, from a small
+   cache); *cap receives its size, which pscom_host_buffer_free wants back. NULL: no memory. */
+void *pscom_host_buffer_alloc(size_t len, size_t *cap);
+void pscom_host_buffer_free(void *buf, size_t cap);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Configuration: every PSP_* variable is one row of a table (config as data). Upper layers

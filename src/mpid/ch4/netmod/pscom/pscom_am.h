@@ -7,6 +7,7 @@
 #define PSCOM_AM_H_INCLUDED
 
 #include "pscom_impl.h"
+#include "pscom_gpu.h"
 
 MPL_STATIC_INLINE_PREFIX void MPIDI_PSCOM_am_xhdr_init(MPIDI_PSCOM_am_xhdr_t *xh, int handler_id,
                                                        MPI_Aint am_hdr_sz)
@@ -67,7 +68,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_am_isend_to(pscom_connection_t *con, in
         preq->xheader_len += am_hdr_sz;
     }
 
-    if (dt_contig && !hdr_in_data) {
+    if (dt_contig && !hdr_in_data && !MPIDI_PSCOM_IS_DEV(data, dt_true_lb, data_sz)) {
         /* MPIDIG keeps data valid until the origin callback: send in place */
         preq->data = data_sz ? (void *)MPIR_get_contig_ptr(data, dt_true_lb) : NULL;
         preq->data_len = data_sz;
@@ -79,10 +80,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_am_isend_to(pscom_connection_t *con, in
         if (off)
             memcpy(buf, am_hdr, off);
         if (data_sz) {
-            MPI_Aint packed;
-            mpi_errno = MPIR_Typerep_pack(data, count, datatype, 0, buf + off, data_sz, &packed);
+            mpi_errno = MPIDI_PSCOM_pack(data, count, datatype, buf + off, data_sz);
             MPIR_ERR_CHECK(mpi_errno);
-            MPIR_Assert(packed == (MPI_Aint)data_sz);
         }
         preq->data = buf;
         preq->data_len = off + data_sz;

@@ -165,6 +165,11 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_reduce(const void *sendbuf, void *recv
                                                  MPI_Datatype datatype, MPI_Op op, int root,
                                                  MPIR_Comm *comm, MPIR_Errflag_t *errflag)
 {
+    /* ch4's node-aware composition passes the user root's MPI_IN_PLACE on to the reduce within
+       its node, where that process is not the root (MPICH 4.0.2; the reduce copied from
+       MPI_IN_PLACE and crashed): there its data is in recvbuf */
+    if (sendbuf == MPI_IN_PLACE && comm->rank != root)
+        sendbuf = recvbuf;
     if (unlikely(MPIDI_PSCOM_msa.coll_hooks))
         return MPIDI_PSCOM_msa_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, errflag);
     return MPIR_Reduce_impl(sendbuf, recvbuf, count, datatype, op, root, comm, errflag);

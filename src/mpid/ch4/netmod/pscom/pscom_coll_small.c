@@ -13,6 +13,7 @@
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
 #include "pscom_broken.h"
+#include "pscom_gpu.h"
 
 typedef struct {
     MPIR_Comm *comm;
@@ -319,8 +320,7 @@ int MPIDI_PSCOM_allreduce_direct(const void *sendbuf, void *recvbuf, MPI_Aint co
     /* device memory on this rank (not necessarily on the others): reduce in a host copy */
     void *const user_recvbuf = recvbuf;
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    int staged = MPIR_GPU_query_pointer_is_dev(recvbuf) ||
-                 (in != recvbuf && MPIR_GPU_query_pointer_is_dev(in));
+    int staged = MPIDI_PSCOM_IS_DEV_PTR(recvbuf) || (in != recvbuf && MPIDI_PSCOM_IS_DEV_PTR(in));
     if (staged) {
         host = small ? host_small : MPL_malloc(len, MPL_MEM_COLL);
         MPIR_ERR_CHKANDJUMP(!host, mpi_errno, MPI_ERR_OTHER, "**nomem");
@@ -394,7 +394,7 @@ int MPIDI_PSCOM_allgather_pair(const void *sendbuf, MPI_Aint sendcount, MPI_Data
         return MPI_SUCCESS;
 
     const void *out = (const char *)src + s_lb;
-    if (!s_contig || s_size != r_size || MPIR_GPU_query_pointer_is_dev(src)) {
+    if (!s_contig || s_size != r_size || MPIDI_PSCOM_IS_DEV_PTR(src)) {
         spack = MPL_malloc(r_size, MPL_MEM_COLL);
         MPIR_ERR_CHKANDJUMP(!spack, mpi_errno, MPI_ERR_OTHER, "**nomem");
         if (s_size != r_size) {
@@ -410,7 +410,7 @@ int MPIDI_PSCOM_allgather_pair(const void *sendbuf, MPI_Aint sendcount, MPI_Data
         mpi_errno = mpi_errno ? mpi_errno : err;
         out = spack;
     }
-    int r_staged = !r_contig || MPIR_GPU_query_pointer_is_dev(recvbuf);
+    int r_staged = !r_contig || MPIDI_PSCOM_IS_DEV_PTR(recvbuf);
     if (r_staged) {
         rpack = MPL_malloc(r_size, MPL_MEM_COLL);
         MPIR_ERR_CHKANDJUMP(!rpack, mpi_errno, MPI_ERR_OTHER, "**nomem");
@@ -477,7 +477,7 @@ int MPIDI_PSCOM_bcast_small(void *buffer, MPI_Aint count, MPI_Datatype datatype,
     if (size == 1 || !len)
         return MPI_SUCCESS;
     _Alignas(16) unsigned char packed[MPIDI_PSCOM_BCAST_SMALL_MAX];
-    int staged = !dt_contig || MPIR_GPU_query_pointer_is_dev(buffer);
+    int staged = !dt_contig || MPIDI_PSCOM_IS_DEV_PTR(buffer);
     void *data = staged ? (void *)packed : MPIR_get_contig_ptr(buffer, true_lb);
     if (staged && rank == root) {
         err = MPIR_Typerep_pack(buffer, count, datatype, 0, packed, len, &n);

@@ -131,6 +131,10 @@ typedef struct {
     int n_preq_cache;
     /* MPI point-to-point matched by the transport (pscom_tagmatch.h) */
     int tag_mode;
+    /* CUDA device memory may come (PSP_CUDA=1, pscom_gpu.h): a copy of libpscom's flag next to
+       tag_mode, which the same calls read (the rate of small messages showed a load of
+       libpscom's own variable on the message path) */
+    int cuda;
     MPIR_Request *spare_sreq; /* the send request of the next send that does not complete at once */
 } MPIDI_PSCOM_global_t;
 

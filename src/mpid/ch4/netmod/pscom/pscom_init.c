@@ -107,6 +107,7 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
                          "**pscom_init %s", pscom_err_str(rc));
 
     pscom_env_register("mpi", env_rows);
+    MPIDI_PSCOM_global.cuda = pscom_is_cuda_enabled(); /* pscom_gpu.h */
     int over = oversubscribed();
     pscom_set_oversubscribed(over); /* before any connection: shm's protocol choice */
     MPIDI_PSCOM_global.yield_idle = sched_yield_cfg < 0 ? over : sched_yield_cfg;

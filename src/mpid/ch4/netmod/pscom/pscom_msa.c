@@ -119,7 +119,7 @@ int MPIDI_PSCOM_msa_init(void)
         mpi_errno = info_env_set("msa_node_id", buf);
         MPIR_ERR_CHECK(mpi_errno);
     }
-    mpi_errno = info_env_set("cuda_aware", "false");
+    mpi_errno = info_env_set("cuda_aware", pscom_is_cuda_enabled() ? "true" : "false");
     MPIR_ERR_CHECK(mpi_errno);
 
 fn_fail:
@@ -222,5 +222,5 @@ int MPIDI_PSCOM_comm_split_type(MPIR_Comm *comm, int split_type, int key, MPIR_I
     return MPIR_Comm_split_impl(comm, color, key, newcomm);
 }
 
-/* MPIX_Query_cuda_support (mpi-ext.h) is MPICH's own (binding/c/misc_api.txt): 0 without a
- * CUDA-aware build, which is what we have. */
+/* MPIX_Query_cuda_support (mpi-ext.h) is MPICH's binding, which asks the device
+ * (MPID_GPU_QUERY_SUPPORT in pscom_pre.h, maint/patches/0015). */

@@ -58,6 +58,19 @@ typedef struct {
    that node peers map; a nam window answers size 0 */
 #define MPID_Win_shared_query_allowed(win_) ((win_)->dev.netmod.pscom.psnam != NULL)
 
+/* Device memory (CUDA), PSP_CUDA=1: libpscom loads the driver (pscom_cuda_on); the netmod
+   stages its messages (pscom_gpu.h), and MPICH's datatype layer its copies and reductions
+   through these hooks (maint/patches/0016). MPIX_Query_cuda_support and MPIX_GPU_query_support
+   answer from the same flag (maint/patches/0015). */
+extern int pscom_cuda_on;
+int MPIDI_PSCOM_gpu_is_dev(const void *ptr);
+int MPIDI_PSCOM_gpu_memcpy(void *dst, const void *src, size_t len); /* 0, else -1 */
+#define MPID_GPU_ENABLED            __builtin_expect(pscom_cuda_on, 0)
+#define MPID_GPU_IS_DEV(ptr_)       (MPID_GPU_ENABLED && MPIDI_PSCOM_gpu_is_dev(ptr_))
+#define MPID_GPU_MEMCPY(d_, s_, n_) MPIDI_PSCOM_gpu_memcpy(d_, s_, n_)
+#define MPID_GPU_QUERY_SUPPORT(type_, answer_)                                                     \
+    (*(answer_) = (type_) == MPIX_GPU_SUPPORT_CUDA && pscom_cuda_on, 1)
+
 typedef struct {
     int unused;
 } MPIDI_PSCOM_op_t;

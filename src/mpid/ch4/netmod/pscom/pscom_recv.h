@@ -5,6 +5,7 @@
 
 #include "pscom_impl.h"
 #include "pscom_tagmatch.h"
+#include "pscom_gpu.h"
 
 /* matched by pscom */
 MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_irecv_pscom(void *buf, MPI_Aint count,
@@ -24,8 +25,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_irecv_pscom(void *buf, MPI_Aint count,
     MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
     (void)dt_ptr;
 
-    if (!dt_contig) {
-        /* pscom receives one byte range: stage, unpack on completion (recv_finish) */
+    if (!dt_contig || MPIDI_PSCOM_IS_DEV(buf, dt_true_lb, data_sz)) {
+        /* pscom receives one byte range of host memory: stage, unpack (or copy to the device)
+           on completion (recv_finish) */
         pack_buf = MPL_malloc(data_sz, MPL_MEM_BUFFER);
         MPIR_ERR_CHKANDJUMP(pack_buf == NULL && data_sz, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
     }

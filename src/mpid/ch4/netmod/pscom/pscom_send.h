@@ -5,6 +5,7 @@
 
 #include "pscom_impl.h"
 #include "pscom_tagmatch.h"
+#include "pscom_gpu.h"
 
 /* matched by pscom */
 MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend_pscom(const void *buf, MPI_Aint count,
@@ -24,10 +25,11 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend_pscom(const void *buf, MPI_Aint c
     MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
     (void)dt_ptr;
     pscom_connection_t *con = addr ? MPIDI_PSCOM_av_con(addr) : MPIDI_PSCOM_comm_con(comm, rank);
+    int staged = !dt_contig || MPIDI_PSCOM_IS_DEV(buf, dt_true_lb, data_sz);
 
     /* small contiguous message, no request of the caller's: if the transport takes it at once
        (shm ring slot, UCX short message), no pscom request and a pre-completed MPI one */
-    if (dt_contig && !is_sync && !req && con && data_sz <= MPIDI_PSCOM_SEND_NOW_MAX) {
+    if (!staged && !is_sync && !req && con && data_sz <= MPIDI_PSCOM_SEND_NOW_MAX) {
         MPIDI_PSCOM_tagged_xhdr_t now = MPIDI_PSCOM_tagged_xhdr(comm, context_offset, tag);
         if (pscom_send_now(con, &now, MPIDI_PSCOM_TAGGED_XHDR_LEN,
                            data_sz ? MPIR_get_contig_ptr(buf, dt_true_lb) : NULL, data_sz)) {
@@ -38,15 +40,15 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend_pscom(const void *buf, MPI_Aint c
 
     pscom_request_t *preq = MPIDI_PSCOM_preq_create(sizeof(*xh), MPIDI_PSCOM_tagged_send_done);
     MPIR_ERR_CHKANDJUMP(preq == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
-    if (dt_contig) {
+    if (!staged) {
         preq->data = data_sz ? (void *)MPIR_get_contig_ptr(buf, dt_true_lb) : NULL;
     } else {
-        /* pscom sends one byte range: pack into a buffer the pscom request owns */
+        /* pscom sends one byte range of host memory: pack (or copy device memory) into a
+           buffer the pscom request owns */
         void *pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
-        MPI_Aint packed;
         MPIR_ERR_CHKANDJUMP(pack == NULL && data_sz, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
         MPIDI_PSCOM_PREQ(preq)->buf = pack;
-        mpi_errno = MPIR_Typerep_pack(buf, count, datatype, 0, pack, data_sz, &packed);
+        mpi_errno = MPIDI_PSCOM_pack(buf, count, datatype, pack, data_sz);
         MPIR_ERR_CHECK(mpi_errno);
         preq->data = pack;
     }

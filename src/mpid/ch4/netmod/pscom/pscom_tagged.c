@@ -97,7 +97,9 @@ static size_t unpack_staged(MPIR_Request *rreq, size_t bytes)
     MPI_Aint unpacked;
     if (!r->pack_buf || !bytes)
         return bytes;
-    MPIR_Typerep_unpack(r->pack_buf, bytes, r->user_buf, r->count, r->datatype, 0, &unpacked);
+    int err = MPIDI_PSCOM_unpack(r->pack_buf, bytes, r->user_buf, r->count, r->datatype, &unpacked);
+    if (err != MPI_SUCCESS && rreq->status.MPI_ERROR == MPI_SUCCESS)
+        rreq->status.MPI_ERROR = err; /* device memory could not be written */
     /* bytes that do not make whole elements of the receive type: the signatures of the two
        sides differ */
     if ((size_t)unpacked != bytes && rreq->status.MPI_ERROR == MPI_SUCCESS)
@@ -265,13 +267,12 @@ int MPIDI_PSCOM_tm_isend_general(const void *buf, MPI_Aint count, MPI_Datatype d
     MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
     (void)dt_ptr;
     pscom_connection_t *con = addr ? MPIDI_PSCOM_av_con(addr) : MPIDI_PSCOM_comm_con(comm, rank);
-    if (likely(dt_contig)) {
+    if (likely(dt_contig) && !MPIDI_PSCOM_IS_DEV(buf, dt_true_lb, data_sz)) {
         sbuf = data_sz ? MPIR_get_contig_ptr(buf, dt_true_lb) : NULL;
-    } else {
-        MPI_Aint packed;
+    } else { /* host memory of the packed bytes (device memory copied) */
         pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
         MPIR_ERR_CHKANDJUMP(pack == NULL && data_sz, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
-        mpi_errno = MPIR_Typerep_pack(buf, count, datatype, 0, pack, data_sz, &packed);
+        mpi_errno = MPIDI_PSCOM_pack(buf, count, datatype, pack, data_sz);
         MPIR_ERR_CHECK(mpi_errno);
         sbuf = pack;
     }
@@ -339,9 +340,9 @@ int MPIDI_PSCOM_tm_irecv_general(void *buf, MPI_Aint count, MPI_Datatype datatyp
         return MPIDI_PSCOM_tm_rank_error(rank);
     MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
     (void)dt_ptr;
-    if (likely(dt_contig)) {
+    if (likely(dt_contig) && !MPIDI_PSCOM_IS_DEV(buf, dt_true_lb, data_sz)) {
         rbuf = MPIR_get_contig_ptr(buf, dt_true_lb);
-    } else { /* stage, unpack on completion */
+    } else { /* stage in host memory, unpack (or copy to the device) on completion */
         rbuf = pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
         MPIR_ERR_CHKANDJUMP(pack == NULL && data_sz, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
     }

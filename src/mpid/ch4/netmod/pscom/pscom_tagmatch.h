@@ -15,6 +15,7 @@
 #define PSCOM_TAGMATCH_H_INCLUDED
 
 #include "pscom_impl.h"
+#include "pscom_gpu.h"
 
 #define MPIDI_PSCOM_TM_TAG_BITS   31
 #define MPIDI_PSCOM_TM_RANK_BITS  17
@@ -84,7 +85,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_tm_isend(const void *buf, MPI_Aint coun
 {
     MPIR_Request *sreq = MPIDI_PSCOM_global.spare_sreq;
     if (unlikely(!HANDLE_IS_BUILTIN(datatype) || *request || !sreq ||
-                 comm->rank > MPIDI_PSCOM_TM_RANK_MAX))
+                 comm->rank > MPIDI_PSCOM_TM_RANK_MAX || MPIDI_PSCOM_IS_DEV(buf, 0, count)))
         return MPIDI_PSCOM_tm_isend_general(buf, count, datatype, rank, tag, comm, context_offset,
                                             addr, request, is_sync);
     pscom_connection_t *con = addr ? MPIDI_PSCOM_av_con(addr) : MPIDI_PSCOM_comm_con(comm, rank);
@@ -110,7 +111,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_tm_irecv(void *buf, MPI_Aint count, MPI
 {
     MPIR_Request *req = *request;
     int created = req == NULL;
-    if (unlikely(!HANDLE_IS_BUILTIN(datatype) || rank > MPIDI_PSCOM_TM_RANK_MAX))
+    if (unlikely(!HANDLE_IS_BUILTIN(datatype) || rank > MPIDI_PSCOM_TM_RANK_MAX ||
+                 MPIDI_PSCOM_IS_DEV(buf, 0, count)))
         return MPIDI_PSCOM_tm_irecv_general(buf, count, datatype, rank, tag, comm, context_offset,
                                             request);
     if (created) {
@@ -201,7 +203,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_tm_imrecv(void *buf, MPI_Aint count, MP
     MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
     (void)dt_ptr;
     r->tag_op = NULL; /* the message is taken: nothing to cancel */
-    if (dt_contig) {
+    if (dt_contig && !MPIDI_PSCOM_IS_DEV(buf, dt_true_lb, data_sz)) {
         rbuf = MPIR_get_contig_ptr(buf, dt_true_lb);
         r->count = (MPI_Aint)data_sz;
     } else {
