@@ -30,7 +30,8 @@ cudatest_build() { # NAME [CFLAGS...]: test/cuda/NAME.c with mpicc, linked with 
 }
 
 # NAME [PROGRAM ARGS...]: run $MPITEST_TMP/NAME with PSP_CUDA=1 over each transport alone (shm,
-# tcp, ucp over UCX shared memory) with every NP of NPS, then with 8 ranks over the default ones
+# tcp, ucp over UCX shared memory) with every NP of NPS, then with 8 ranks over the default ones.
+# CUDATEST_GENV: more mpiexec -genv arguments; CUDATEST_LABEL: a prefix of the labels.
 cudatest_transports() {
     cudatest_prog=$1
     shift
@@ -50,9 +51,9 @@ cudatest_transports() {
         esac
         for np in $cudatest_nps; do
             # shellcheck disable=SC2086 # cudatest_env: words on purpose
-            mpitest_job "$cudatest_prog.$cudatest_t.np$np" "$np" -genv PSP_CUDA 1 $cudatest_env \
-                "$MPITEST_TMP/$cudatest_prog" "$@"
-            mpitest_merge "$cudatest_t np=$np" "$cudatest_prog"
+            mpitest_job "$cudatest_prog.${CUDATEST_LABEL:-}$cudatest_t.np$np" "$np" -genv PSP_CUDA 1 \
+                $cudatest_env ${CUDATEST_GENV:-} "$MPITEST_TMP/$cudatest_prog" "$@"
+            mpitest_merge "${CUDATEST_LABEL:+$CUDATEST_LABEL }$cudatest_t np=$np" "$cudatest_prog"
         done
     done
 }

@@ -4,7 +4,8 @@
  * the send-now fast path, eager, rendezvous) in each direction device->device, device->host and
  * host->device around a ring; ANY_SOURCE into device memory; synchronous sends; a probed and
  * a matched-probe receive; non-contiguous types on both sides (a strided vector from the device
- * into a contiguous device buffer, and back). Run as: pt2pt [expect_cuda]; with 0 it only
+ * into a contiguous device buffer, and back); a late receiver and a truncated receive of large
+ * messages (chunked sends of device memory). Run as: pt2pt [expect_cuda]; with 0 it only
  * checks that MPIX_Query_cuda_support() and MPI_INFO_ENV say no.
  */
 #include <mpi-ext.h>
@@ -158,6 +159,49 @@ static void probes(size_t len)
     check(ok, what);
 }
 
+/* a late receiver (the message waits unexpected, in chunks when it is chunked), a receive too
+   small for the message (MPI_ERR_TRUNCATE), and a message after both */
+static void late_and_truncated(size_t len)
+{
+    int ok = 1, right = (rank + 1) % size, left = (rank + size - 1) % size;
+    void *s = buffer(1, len, rank), *r = buffer(1, len, -1), *small = buffer(1, len / 3, -1);
+    MPI_Request req;
+    MPI_Isend(s, (int)len, MPI_BYTE, right, 31, MPI_COMM_WORLD, &req);
+    MPI_Barrier(MPI_COMM_WORLD); /* the receive is posted only now */
+    MPI_Recv(r, (int)len, MPI_BYTE, left, 31, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    ok &= check_buffer(1, r, left, len);
+
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Isend(s, (int)len, MPI_BYTE, right, 32, MPI_COMM_WORLD, &req);
+    int err =
+        MPI_Recv(small, (int)(len / 3), MPI_BYTE, left, 32, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    int cls = -1;
+    MPI_Error_class(err, &cls);
+    ok &= cls == MPI_ERR_TRUNCATE;
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    /* what the too small buffer holds is not defined by MPI (UCX's tag matching leaves it) */
+
+    dev_set(r, 0, len);
+    MPI_Sendrecv(s, 1000, MPI_BYTE, right, 33, r, 1000, MPI_BYTE, left, 33, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    unsigned char *h2 = malloc(1000);
+    from_dev(h2, r, 1000);
+    for (size_t i = 0; i < 1000; i++)
+        ok &= h2[i] == pattern(left, len, i);
+    free(h2);
+    release(1, s);
+    release(1, r);
+    release(1, small);
+    char what[128];
+    snprintf(what, sizeof(what),
+             "late receiver, then a receive of a third of it (MPI_ERR_TRUNCATE), then the next "
+             "message, %zu B",
+             len);
+    check(ok, what);
+}
+
 /* a vector of count blocks of 3 ints with stride 5 on the device, to and from contiguous */
 static void vectors(int count)
 {
@@ -235,6 +279,8 @@ int main(int argc, char **argv)
         probes(500000);
         vectors(10);
         vectors(20000);
+        late_and_truncated(300000);
+        late_and_truncated(5 << 20);
     }
     MPI_Finalize();
     if (rank == 0)

@@ -19,6 +19,7 @@ mpi_core_sources += src/mpid/ch4/netmod/pscom/func_table.c \
                     src/mpid/ch4/netmod/pscom/pscom_psnam_lib.c \
                     src/mpid/ch4/netmod/pscom/pscom_datatype.c \
                     src/mpid/ch4/netmod/pscom/pscom_gpu.c \
+                    src/mpid/ch4/netmod/pscom/pscom_pipe.c \
                     src/mpid/ch4/netmod/pscom/pscom_part.c \
                     src/mpid/ch4/netmod/pscom/pscom_msa.c \
                     src/mpid/ch4/netmod/pscom/pscom_coll_msa.c \

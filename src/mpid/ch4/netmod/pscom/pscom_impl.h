@@ -24,6 +24,8 @@ enum MPIDI_PSCOM_msg_type {
     MPIDI_PSCOM_MSG_SSEND_ACK = 3,   /* receiver matched a synchronous send */
     MPIDI_PSCOM_MSG_DYNAMIC = 4,     /* dynamic_send/dynamic_recv (connect/accept, spawn) */
     MPIDI_PSCOM_MSG_TAGGED_SYNC = 5, /* synchronous send: the receiver acks the match */
+    MPIDI_PSCOM_MSG_TAGGED_PIPE = 6, /* first chunk of a chunked send (pscom_pipe.c) */
+    MPIDI_PSCOM_MSG_PIPE_CHUNK = 7,  /* a further chunk of it */
 };
 
 #define MPIDI_PSCOM_AM_FLAG_HDR_IN_DATA 0x1 /* am_hdr too big for the xheader: leads the data */
@@ -46,9 +48,18 @@ typedef struct {
     uint16_t context_id; /* sender's context_id + context_offset */
     int32_t tag;         /* MPI tag including MPIR error bits */
     int32_t src_rank;    /* sender's rank in the communicator */
-    uint32_t unused;     /* TAGGED_SYNC only from here */
-    uint64_t sreq;       /* sender's request, echoed in the ack */
+    uint32_t unused;     /* TAGGED_SYNC only from here; TAGGED_PIPE: the pipeline's id */
+    uint64_t sreq;       /* sender's request, echoed in the ack; TAGGED_PIPE: the message's bytes */
 } MPIDI_PSCOM_tagged_xhdr_t;
+
+/* A further chunk of a chunked send: matched by the receive its first chunk started */
+typedef struct {
+    uint8_t type; /* MPIDI_PSCOM_MSG_PIPE_CHUNK */
+    uint8_t version;
+    uint8_t unused[2];
+    uint32_t pipe;   /* as the TAGGED_PIPE message's */
+    uint64_t offset; /* where its bytes go in the message */
+} MPIDI_PSCOM_chunk_xhdr_t;
 
 #define MPIDI_PSCOM_TAGGED_XHDR_LEN offsetof(MPIDI_PSCOM_tagged_xhdr_t, unused) /* plain */
 _Static_assert(sizeof(MPIR_Context_id_t) == 2, "context ids travel in 16 bits");
@@ -93,6 +104,8 @@ typedef struct MPIDI_PSCOM_preq {
     int32_t src_rank; /* MPI_ANY_SOURCE allowed */
     int32_t tag;      /* MPI_ANY_TAG allowed */
     int handler_id;   /* AM origin: MPIDIG origin callback to run */
+    void *pipe;       /* a chunked send or receive this request carries a chunk of */
+    size_t pipe_off;  /* that chunk's place in its message */
 } MPIDI_PSCOM_preq_t;
 
 #define MPIDI_PSCOM_PREQ(preq) ((MPIDI_PSCOM_preq_t *)(preq)->user)
@@ -174,6 +187,22 @@ void MPIDI_PSCOM_mrecv_done(pscom_request_t *preq);
 void MPIDI_PSCOM_mrecv_post(MPIR_Request *rreq, void *buf, MPI_Aint count, MPI_Datatype datatype);
 pscom_request_t *MPIDI_PSCOM_ack_recv(pscom_header_net_t *header);
 void MPIDI_PSCOM_fill_status(MPI_Status *status, pscom_request_t *preq);
+
+/* A probed tagged message's bytes: all its chunks for a chunked one (pscom_pipe.c) */
+MPL_STATIC_INLINE_PREFIX size_t MPIDI_PSCOM_msg_len(const pscom_request_t *preq)
+{
+    const MPIDI_PSCOM_tagged_xhdr_t *xh = preq->xheader;
+    return preq->xheader_len >= sizeof(*xh) && xh->type == MPIDI_PSCOM_MSG_TAGGED_PIPE
+               ? (size_t)xh->sreq
+               : (size_t)preq->header.data_len;
+}
+
+/* pscom_pipe.c: chunked sends of device memory; a receive that matched a first chunk */
+extern size_t MPIDI_PSCOM_pipe_min, MPIDI_PSCOM_pipe_chunk;
+int MPIDI_PSCOM_pipe_isend(const void *dev, size_t len, MPIDI_PSCOM_tagged_xhdr_t xh,
+                           pscom_connection_t *con, MPIR_Request **request);
+int MPIDI_PSCOM_pipe_recv(pscom_request_t *preq0, size_t cap, void *dev,
+                          void (*finish)(pscom_request_t *preq0));
 
 void MPIDI_PSCOM_tm_done(void *user, pscom_tag_status_t status, const pscom_tag_info_t *info);
 void MPIDI_PSCOM_tm_init(void);

@@ -36,6 +36,13 @@ static const pscom_env_row_t env_rows[] = {
      "aborts the job, naming the connection, if the launcher has not ended it by then (a lost "
      "gateway, a cut link); 0: at once",
      PSCOM_ENV_UINT, &MPIDI_PSCOM_lost_peer_abort_s, 0, 0},
+    {"PSP_MPI_CUDA_PIPELINE_MIN", "2M",
+     "MPI, PSP_CUDA=1: a contiguous send from device memory of at least this many bytes goes in "
+     "chunks, so that copying it to host memory and moving it overlap (inf: never)",
+     PSCOM_ENV_SIZE, &MPIDI_PSCOM_pipe_min, 0, 0},
+    {"PSP_MPI_CUDA_PIPELINE_CHUNK", "1M",
+     "MPI, PSP_CUDA=1: the chunk size of those sends (at least 4k)", PSCOM_ENV_SIZE,
+     &MPIDI_PSCOM_pipe_chunk, 0, 0},
     {"PSP_NAM_SERVER", "",
      "PSNAM: host:port of the psnamd that nam windows use when their info has no psnam_server",
      PSCOM_ENV_STR, &nam_server_cfg, 0, 0},

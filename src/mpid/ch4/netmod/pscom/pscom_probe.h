@@ -58,7 +58,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_improbe(int source, int tag, MPIR_Comm
     /* Take the probed message now, before any other receive can: the first queued message
      * from that source with exactly that tag is the one we probed (per-sender FIFO). */
     const MPIDI_PSCOM_tagged_xhdr_t *xh = preq->xheader;
-    size_t len = preq->header.data_len;
+    size_t len = MPIDI_PSCOM_msg_len(preq);
     rpreq = MPIDI_PSCOM_probe_req(xh->src_rank, MPI_ANY_TAG, comm, context_offset);
     MPIR_ERR_CHKANDJUMP(rpreq == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
     MPIDI_PSCOM_PREQ(rpreq)->tag = MPIR_TAG_MASK_ERROR_BITS(xh->tag);

@@ -38,6 +38,12 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend_pscom(const void *buf, MPI_Aint c
         }
     }
 
+    /* a large contiguous send from the device: in chunks, copy and transfer overlapping */
+    if (unlikely(staged && dt_contig && !is_sync && con && data_sz >= MPIDI_PSCOM_pipe_min))
+        return MPIDI_PSCOM_pipe_isend(MPIR_get_contig_ptr(buf, dt_true_lb), data_sz,
+                                      MPIDI_PSCOM_tagged_xhdr(comm, context_offset, tag), con,
+                                      request);
+
     pscom_request_t *preq = MPIDI_PSCOM_preq_create(sizeof(*xh), MPIDI_PSCOM_tagged_send_done);
     MPIR_ERR_CHKANDJUMP(preq == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
     if (!staged) {

@@ -21,7 +21,8 @@ int MPIDI_PSCOM_tagged_accept(pscom_request_t *preq, pscom_connection_t *con,
         xh->version != MPIDI_PSCOM_WIRE_VERSION)
         return 0;
     if (xh->type != MPIDI_PSCOM_MSG_TAGGED &&
-        (xh->type != MPIDI_PSCOM_MSG_TAGGED_SYNC || header->xheader_len < sizeof(*xh)))
+        ((xh->type != MPIDI_PSCOM_MSG_TAGGED_SYNC && xh->type != MPIDI_PSCOM_MSG_TAGGED_PIPE) ||
+         header->xheader_len < sizeof(*xh)))
         return 0;
     if (xh->context_id != want->context_id)
         return 0;
@@ -42,7 +43,7 @@ void MPIDI_PSCOM_fill_status(MPI_Status *status, pscom_request_t *preq)
         return;
     status->MPI_SOURCE = xh->src_rank;
     status->MPI_TAG = xh->tag;
-    MPIR_STATUS_SET_COUNT(*status, preq->header.data_len);
+    MPIR_STATUS_SET_COUNT(*status, MPIDI_PSCOM_msg_len(preq));
 }
 
 /* Did the request fail because its connection broke (not cancelled, not truncated)? */
@@ -153,13 +154,60 @@ static void recv_finish(MPIR_Request *rreq, pscom_request_t *preq)
     r->preq = NULL;
 }
 
-void MPIDI_PSCOM_tagged_recv_done(pscom_request_t *preq)
+static void recv_done(pscom_request_t *preq)
 {
     MPIR_Request *rreq = MPIDI_PSCOM_PREQ(preq)->req;
     int failed = broken(preq);
     recv_finish(rreq, preq);
     MPIDI_PSCOM_preq_free(preq);
     complete(rreq, failed);
+}
+
+/* A staged receive into contiguous device memory: where its chunks go as they arrive. */
+static void *pipe_dev(MPIR_Request *rreq)
+{
+    MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(rreq);
+    int dt_contig;
+    size_t data_sz;
+    MPI_Aint true_lb;
+    MPIR_Datatype *dt_ptr;
+    if (!r->pack_buf)
+        return NULL;
+    MPIDI_Datatype_get_info(r->count, r->datatype, dt_contig, data_sz, dt_ptr, true_lb);
+    (void)dt_ptr;
+    return dt_contig && MPIDI_PSCOM_IS_DEV(r->user_buf, true_lb, data_sz)
+               ? MPIR_get_contig_ptr(r->user_buf, true_lb)
+               : NULL;
+}
+
+/* The chunks of a chunked message are in (pscom_pipe.c) */
+static void pipe_recv_done(pscom_request_t *preq)
+{
+    MPIR_Request *rreq = MPIDI_PSCOM_PREQ(preq)->req;
+    MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(rreq);
+    if (pipe_dev(rreq)) { /* already copied on to the device chunk by chunk */
+        MPL_free(r->pack_buf);
+        r->pack_buf = NULL;
+        MPIR_Datatype_release_if_not_builtin(r->datatype);
+    }
+    recv_done(preq);
+}
+
+void MPIDI_PSCOM_tagged_recv_done(pscom_request_t *preq)
+{
+    const MPIDI_PSCOM_tagged_xhdr_t *xh = preq->xheader;
+    if (unlikely(xh->type == MPIDI_PSCOM_MSG_TAGGED_PIPE)) {
+        MPIR_Request *rreq = MPIDI_PSCOM_PREQ(preq)->req;
+        MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(rreq);
+        size_t cap;
+        if (r->pack_buf)
+            MPIDI_Datatype_check_size(r->datatype, r->count, cap);
+        else
+            cap = (size_t)r->count; /* the contiguous receive's bytes (pscom_recv.h) */
+        if (MPIDI_PSCOM_pipe_recv(preq, cap, pipe_dev(rreq), pipe_recv_done))
+            return;
+    }
+    recv_done(preq);
 }
 
 /*
@@ -186,12 +234,22 @@ static void mrecv_finish(MPIR_Request *rreq, pscom_request_t *preq)
     complete(rreq, failed);
 }
 
-void MPIDI_PSCOM_mrecv_done(pscom_request_t *preq)
+static void mrecv_data_done(pscom_request_t *preq)
 {
     MPIR_Request *rreq = MPIDI_PSCOM_PREQ(preq)->req;
     MPIDI_PSCOM_REQ(rreq).mrecv_state |= MPIDI_PSCOM_MRECV_DATA_DONE;
     if (MPIDI_PSCOM_REQ(rreq).mrecv_state & MPIDI_PSCOM_MRECV_POSTED)
         mrecv_finish(rreq, preq);
+}
+
+void MPIDI_PSCOM_mrecv_done(pscom_request_t *preq)
+{
+    const MPIDI_PSCOM_tagged_xhdr_t *xh = preq->xheader;
+    /* the probe sized the staging buffer for the whole message (pscom_probe.h) */
+    if (unlikely(xh->type == MPIDI_PSCOM_MSG_TAGGED_PIPE) &&
+        MPIDI_PSCOM_pipe_recv(preq, (size_t)xh->sreq, NULL, mrecv_data_done))
+        return;
+    mrecv_data_done(preq);
 }
 
 void MPIDI_PSCOM_mrecv_post(MPIR_Request *rreq, void *buf, MPI_Aint count, MPI_Datatype datatype)
