@@ -30,8 +30,8 @@ static int broken(const pscom_request_t *preq)
 
 typedef struct {
     MPIR_Request *req;
-    char *host; /* the message's bytes, copied from the device chunk by chunk */
-    size_t remaining;
+    char *host; /* the message's bytes, copied from the device chunk by chunk (page-locked) */
+    size_t host_cap, remaining;
     int failed, broken;
 } pipe_send_t;
 
@@ -52,7 +52,7 @@ static void send_done(pscom_request_t *preq)
         MPIDI_PSCOM_complete_broken(p->req);
     else
         MPIDIU_request_complete(p->req);
-    MPL_free(p->host);
+    pscom_host_buffer_free(p->host, p->host_cap);
     MPL_free(p);
 }
 
@@ -61,8 +61,9 @@ int MPIDI_PSCOM_pipe_isend(const void *dev, size_t len, MPIDI_PSCOM_tagged_xhdr_
 {
     int mpi_errno = MPI_SUCCESS;
     size_t chunk = MPL_MAX(MPIDI_PSCOM_pipe_chunk, 4096), n = (len + chunk - 1) / chunk;
+    size_t host_cap = 0;
     pipe_send_t *p = MPL_malloc(sizeof(*p), MPL_MEM_BUFFER);
-    char *host = MPL_malloc(len, MPL_MEM_BUFFER);
+    char *host = pscom_host_buffer_alloc(len, &host_cap);
     pscom_request_t **preqs = MPL_malloc(n * sizeof(*preqs), MPL_MEM_BUFFER);
     MPIR_Request *req = *request;
 
@@ -85,11 +86,11 @@ int MPIDI_PSCOM_pipe_isend(const void *dev, size_t len, MPIDI_PSCOM_tagged_xhdr_
         for (size_t i = 0; i < n; i++)
             MPIDI_PSCOM_preq_free(preqs[i]);
         MPL_free(p);
-        MPL_free(host);
+        pscom_host_buffer_free(host, host_cap);
         MPL_free(preqs);
         MPIR_ERR_SETANDJUMP(mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
     }
-    *p = (pipe_send_t){.req = req, .host = host, .remaining = n};
+    *p = (pipe_send_t){.req = req, .host = host, .host_cap = host_cap, .remaining = n};
     uint32_t id = ++next_pipe_id;
     xh.type = MPIDI_PSCOM_MSG_TAGGED_PIPE;
     xh.unused = id;
@@ -130,7 +131,7 @@ fn_exit:
     return mpi_errno;
 fn_nomem:
     MPL_free(p);
-    MPL_free(host);
+    pscom_host_buffer_free(host, host_cap);
     MPL_free(preqs);
     MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
 fn_fail:
