@@ -176,6 +176,17 @@ static void test_reduce_scan(int n)
     check(ok, what);
 }
 
+/* size blocks of n ints on the device: block q holds val(q, off + i) */
+static int blocks_ok(const int *d, int n, int off)
+{
+    int ok = 1, *h = host_copy(d, n * size);
+    for (int q = 0; q < size; q++)
+        for (int i = 0; i < n; i++)
+            ok &= h[q * n + i] == val(q, off + i);
+    free(h);
+    return ok;
+}
+
 /* block b of rank r's send data for rank d: n ints val(r, d * n + i) */
 static void test_gather_family(int n, int nb)
 {
@@ -189,11 +200,7 @@ static void test_gather_family(int n, int nb)
     } else {
         MPI_Allgather(s, n, MPI_INT, r, n, MPI_INT, MPI_COMM_WORLD);
     }
-    h = host_copy(r, n * size);
-    for (int q = 0; q < size; q++)
-        for (int i = 0; i < n; i++)
-            ok &= h[q * n + i] == val(q, i);
-    free(h);
+    ok &= blocks_ok(r, n, 0);
     /* alltoall: block q of ours = block rank of q's */
     if (nb) {
         MPI_Ialltoall(s, n, MPI_INT, r, n, MPI_INT, MPI_COMM_WORLD, &req);
@@ -201,21 +208,12 @@ static void test_gather_family(int n, int nb)
     } else {
         MPI_Alltoall(s, n, MPI_INT, r, n, MPI_INT, MPI_COMM_WORLD);
     }
-    h = host_copy(r, n * size);
-    for (int q = 0; q < size; q++)
-        for (int i = 0; i < n; i++)
-            ok &= h[q * n + i] == val(q, rank * n + i);
-    free(h);
+    ok &= blocks_ok(r, n, rank * n);
     /* gather and scatter at root */
     dev_set(r, 0, sizeof(int) * n * size);
     MPI_Gather(s, n, MPI_INT, r, n, MPI_INT, root, MPI_COMM_WORLD);
-    if (rank == root) {
-        h = host_copy(r, n * size);
-        for (int q = 0; q < size; q++)
-            for (int i = 0; i < n; i++)
-                ok &= h[q * n + i] == val(q, i);
-        free(h);
-    }
+    if (rank == root)
+        ok &= blocks_ok(r, n, 0);
     int *sc = dev_ints(n, -1);
     MPI_Scatter(s, n, MPI_INT, sc, n, MPI_INT, root, MPI_COMM_WORLD);
     h = host_copy(sc, n);
