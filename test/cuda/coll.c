@@ -239,6 +239,20 @@ static void test_gather_family(int n, int nb)
     check(ok, what);
 }
 
+/* size blocks of n ints at displacements rd, each followed by a gap that stays -1: block q
+   holds val(q, rank * n + i) (what alltoall(v/w) gives) */
+static int gapped_ok(const int *d, int n, const int *rd)
+{
+    int ok = 1, *h = host_copy(d, size * (n + 1));
+    for (int q = 0; q < size; q++) {
+        for (int i = 0; i < n; i++)
+            ok &= h[rd[q] + i] == val(q, rank * n + i);
+        ok &= h[rd[q] + n] == -1;
+    }
+    free(h);
+    return ok;
+}
+
 /* v and w variants: rank q sends q+1 blocks... of n ints each */
 static void test_v_family(int n)
 {
@@ -296,22 +310,10 @@ static void test_v_family(int n)
         rdw[q] = rd[q] * (int)sizeof(int);
     }
     MPI_Alltoallv(s, sc2, sd2, MPI_INT, rv, sc2, rd, MPI_INT, MPI_COMM_WORLD);
-    h = host_copy(rv, size * (n + 1));
-    for (int q = 0; q < size; q++) {
-        for (int i = 0; i < n; i++)
-            ok &= h[rd[q] + i] == val(q, rank * n + i);
-        ok &= h[rd[q] + n] == -1;
-    }
-    free(h);
+    ok &= gapped_ok(rv, n, rd);
     dev_set(rv, 0xff, sizeof(int) * size * (n + 1));
     MPI_Alltoallw(s, sc2, sdw, types, rv, sc2, rdw, types, MPI_COMM_WORLD);
-    h = host_copy(rv, size * (n + 1));
-    for (int q = 0; q < size; q++) {
-        for (int i = 0; i < n; i++)
-            ok &= h[rd[q] + i] == val(q, rank * n + i);
-        ok &= h[rd[q] + n] == -1;
-    }
-    free(h);
+    ok &= gapped_ok(rv, n, rd);
     /* reduce_scatter(_block): block q (n ints) of the sum goes to rank q */
     int *rs = dev_ints(n, -1), *rcounts = malloc(sizeof(int) * size);
     for (int q = 0; q < size; q++)

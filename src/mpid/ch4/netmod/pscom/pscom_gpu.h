@@ -12,7 +12,7 @@
 
 /* 1 if ptr is device memory */
 #define MPIDI_PSCOM_IS_DEV_PTR(ptr_)                                                               \
-    unlikely(MPIDI_PSCOM_global.cuda &&pscom_is_gpu_mem_query(ptr_))
+    unlikely(MPIDI_PSCOM_global.cuda && (pscom_is_gpu_mem_query(ptr_)))
 /* 1 if the first byte of (buf, true_lb) is device memory; data_sz 0 never needs staging */
 #define MPIDI_PSCOM_IS_DEV(buf_, true_lb_, data_sz_)                                               \
     unlikely(MPIDI_PSCOM_global.cuda && (data_sz_) &&                                              \

@@ -15,16 +15,11 @@
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
 #include "pscom_gpu.h"
+#include "pscom_broken.h"
 
 size_t MPIDI_PSCOM_pipe_min = 2 << 20;   /* PSP_MPI_CUDA_PIPELINE_MIN */
 size_t MPIDI_PSCOM_pipe_chunk = 1 << 20; /* PSP_MPI_CUDA_PIPELINE_CHUNK */
 static uint32_t next_pipe_id;
-
-static int broken(const pscom_request_t *preq)
-{
-    return (preq->state & (PSCOM_REQ_STATE_ERROR | PSCOM_REQ_STATE_CANCELED |
-                           PSCOM_REQ_STATE_TRUNCATED)) == PSCOM_REQ_STATE_ERROR;
-}
 
 /* ---- sending ---- */
 
@@ -40,7 +35,7 @@ static void send_done(pscom_request_t *preq)
     pipe_send_t *p = MPIDI_PSCOM_PREQ(preq)->pipe;
     if (!pscom_req_successful(preq) && !p->failed) {
         p->failed = 1;
-        p->broken = broken(preq);
+        p->broken = MPIDI_PSCOM_preq_broken(preq);
         p->req->status.MPI_ERROR = MPIR_Err_create_code(
             MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_OTHER, "**pscom_send",
             "**pscom_send %s", pscom_req_state_str(preq->state));
@@ -48,10 +43,7 @@ static void send_done(pscom_request_t *preq)
     MPIDI_PSCOM_preq_free(preq);
     if (--p->remaining)
         return;
-    if (p->broken)
-        MPIDI_PSCOM_complete_broken(p->req);
-    else
-        MPIDIU_request_complete(p->req);
+    MPIDI_PSCOM_complete(p->req, p->broken);
     pscom_host_buffer_free(p->host, p->host_cap);
     MPL_free(p);
 }

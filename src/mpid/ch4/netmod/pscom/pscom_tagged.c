@@ -7,6 +7,7 @@
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
 #include "pscom_tagmatch.h"
+#include "pscom_broken.h"
 
 static void ack_recv_done(pscom_request_t *preq);
 
@@ -46,38 +47,22 @@ void MPIDI_PSCOM_fill_status(MPI_Status *status, pscom_request_t *preq)
     MPIR_STATUS_SET_COUNT(*status, MPIDI_PSCOM_msg_len(preq));
 }
 
-/* Did the request fail because its connection broke (not cancelled, not truncated)? */
-static int broken(const pscom_request_t *preq)
-{
-    return (preq->state & (PSCOM_REQ_STATE_ERROR | PSCOM_REQ_STATE_CANCELED |
-                           PSCOM_REQ_STATE_TRUNCATED)) == PSCOM_REQ_STATE_ERROR;
-}
-
-/* A request is complete: at once, or after the grace of one its connection failed. */
-static void complete(MPIR_Request *req, int failed)
-{
-    if (unlikely(failed))
-        MPIDI_PSCOM_complete_broken(req);
-    else
-        MPIDIU_request_complete(req);
-}
-
 void MPIDI_PSCOM_tagged_send_done(pscom_request_t *preq)
 {
     MPIR_Request *req = MPIDI_PSCOM_PREQ(preq)->req;
     const MPIDI_PSCOM_tagged_xhdr_t *xh = preq->xheader;
-    int failed = broken(preq);
+    int failed = MPIDI_PSCOM_preq_broken(preq);
 
     if (!pscom_req_successful(preq)) {
         req->status.MPI_ERROR = MPIR_Err_create_code(
             MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_OTHER, "**pscom_send",
             "**pscom_send %s", pscom_req_state_str(preq->state));
         if (xh->type == MPIDI_PSCOM_MSG_TAGGED_SYNC)
-            complete(req, failed); /* no ack will come: do not wait for it */
+            MPIDI_PSCOM_complete(req, failed); /* no ack will come: do not wait for it */
     }
     MPIDI_PSCOM_REQ(req).preq = NULL;
     MPIDI_PSCOM_preq_free(preq); /* also frees a pack buffer */
-    complete(req, failed);
+    MPIDI_PSCOM_complete(req, failed);
 }
 
 /* Tell a synchronous sender that its message was matched. */
@@ -157,10 +142,10 @@ static void recv_finish(MPIR_Request *rreq, pscom_request_t *preq)
 static void recv_done(pscom_request_t *preq)
 {
     MPIR_Request *rreq = MPIDI_PSCOM_PREQ(preq)->req;
-    int failed = broken(preq);
+    int failed = MPIDI_PSCOM_preq_broken(preq);
     recv_finish(rreq, preq);
     MPIDI_PSCOM_preq_free(preq);
-    complete(rreq, failed);
+    MPIDI_PSCOM_complete(rreq, failed);
 }
 
 /* A staged receive into contiguous device memory: where its chunks go as they arrive. */
@@ -228,10 +213,10 @@ static void mrecv_finish(MPIR_Request *rreq, pscom_request_t *preq)
         preq->data_len = room;
         preq->state |= PSCOM_REQ_STATE_TRUNCATED;
     }
-    int failed = broken(preq);
+    int failed = MPIDI_PSCOM_preq_broken(preq);
     recv_finish(rreq, preq);
     MPIDI_PSCOM_preq_free(preq);
-    complete(rreq, failed);
+    MPIDI_PSCOM_complete(rreq, failed);
 }
 
 static void mrecv_data_done(pscom_request_t *preq)
@@ -468,7 +453,7 @@ void MPIDI_PSCOM_tm_done(void *user, pscom_tag_status_t status, const pscom_tag_
             MPL_free(r->pack_buf);
             r->pack_buf = NULL;
         }
-        complete(req, status == PSCOM_TAG_FAILED);
+        MPIDI_PSCOM_complete(req, status == PSCOM_TAG_FAILED);
         return;
     }
     r->tag_op = NULL;
@@ -501,7 +486,7 @@ void MPIDI_PSCOM_tm_done(void *user, pscom_tag_status_t status, const pscom_tag_
         MPIR_STATUS_SET_COUNT(req->status, unpack_staged(req, bytes));
     }
     release_staged(r);
-    complete(req, status == PSCOM_TAG_FAILED);
+    MPIDI_PSCOM_complete(req, status == PSCOM_TAG_FAILED);
 }
 
 /* Hand MPI's matching to the transport where pscom offers it (ucp the only transport). Before
