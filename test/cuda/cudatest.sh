@@ -31,7 +31,10 @@ cudatest_build() { # NAME [CFLAGS...]: test/cuda/NAME.c with mpicc, linked with 
 
 # NAME [PROGRAM ARGS...]: run $MPITEST_TMP/NAME with PSP_CUDA=1 over each transport alone (shm,
 # tcp, ucp over UCX shared memory) with every NP of NPS, then with 8 ranks over the default ones.
-# CUDATEST_GENV: more mpiexec -genv arguments; CUDATEST_LABEL: a prefix of the labels.
+# CUDATEST_GENV: more mpiexec -genv arguments; CUDATEST_LABEL: a prefix of the labels. The fake
+# driver fails every copy of more than CUDATEST_PAGEABLE_MAX bytes (default 1 KiB; empty: no
+# check) the library makes between device memory and host memory that is not page-locked
+# (staging is in page-locked buffers; the small collectives' stack buffers hold at most 1 KiB).
 cudatest_transports() {
     cudatest_prog=$1
     shift
@@ -52,7 +55,8 @@ cudatest_transports() {
         for np in $cudatest_nps; do
             # shellcheck disable=SC2086 # cudatest_env: words on purpose
             mpitest_job "$cudatest_prog.${CUDATEST_LABEL:-}$cudatest_t.np$np" "$np" -genv PSP_CUDA 1 \
-                $cudatest_env ${CUDATEST_GENV:-} "$MPITEST_TMP/$cudatest_prog" "$@"
+                -genv FAKE_CUDA_PAGEABLE_MAX "${CUDATEST_PAGEABLE_MAX-1024}" $cudatest_env ${CUDATEST_GENV:-} \
+                "$MPITEST_TMP/$cudatest_prog" "$@"
             mpitest_merge "${CUDATEST_LABEL:+$CUDATEST_LABEL }$cudatest_t np=$np" "$cudatest_prog"
         done
     done

@@ -39,6 +39,17 @@ pscom_request_t *MPIDI_PSCOM_ack_recv(pscom_header_net_t *header)
     return NULL;
 }
 
+/* pscom_gpu.c's staging memory, as without PSP_CUDA (pscom_gpu.c needs MPICH's datatypes) */
+void *MPIDI_PSCOM_stage_alloc(size_t len)
+{
+    return malloc(len);
+}
+
+void MPIDI_PSCOM_stage_free(void *p)
+{
+    free(p);
+}
+
 static int handler(void *am_hdr, void *data, MPI_Aint data_sz, uint32_t attr, MPIR_Request **req)
 {
     (void)attr, (void)req;

@@ -190,6 +190,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     n += put(s + n, MSGTYPE_RNDV_DATA, &id, sizeof(id), d, 300);
     seed("rendezvous-recv", 0x07, 0, s, n);
     seed("rendezvous-unexpected", 0x08, 0, s, n);
+    /* a device rendezvous (no CUDA here: we cannot open it, read, and the peer pushes) */
+    uint8_t rg[sizeof(rndv_req_t) + sizeof(rndv_gpu_t) + HDR_SIZE + 4];
+    rndv_req_t g = {.send_id = 6, .len = 300, .flags = RNDV_FLAG_GPU};
+    rndv_gpu_t gh = {.offset = 64};
+    memset(gh.ipc, 0x5a, sizeof(gh.ipc));
+    memcpy(rg, &g, sizeof(g));
+    memcpy(rg + sizeof(g), &gh, sizeof(gh));
+    pscom_put_header(rg + sizeof(g) + sizeof(gh), MSGTYPE_USER, 4, 300);
+    memcpy(rg + sizeof(g) + sizeof(gh) + HDR_SIZE, "rndv", 4);
+    n = put(s, MSGTYPE_RNDV_REQ, rg, sizeof(rg), NULL, 0);
+    n += put(s + n, MSGTYPE_RNDV_DATA, &id, sizeof(id), d, 300);
+    seed("rendezvous-gpu", 0x07, 0, s, n);
+    seed("rendezvous-gpu-unexpected", 0x08, 0, s, n);
     /* our own rendezvous send (flags bit 6: send id 1): the peer reads it, or pulled it */
     rndv_read_t rd = {.send_id = 1, .recv_id = 9};
     n = put(s, MSGTYPE_RNDV_READ, &rd, sizeof(rd), NULL, 0);

@@ -8,6 +8,10 @@
  * CPU may touch it), copies in any direction, and host buffers for staging (page-locked when
  * the driver is there, so that copies run at full speed; a small cache keeps them, because
  * allocating page-locked memory costs a system call and a page-table walk).
+ *
+ * And device memory shared between processes of one node (CUDA IPC), for the device
+ * rendezvous (pscom_rndv.c): the sender exports the allocation that holds its buffer, the
+ * receiver opens it once (a cache keeps it open) and copies from it with one driver copy.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -28,7 +32,11 @@ enum {
     CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
     CU_MEMORYTYPE_DEVICE = 2,
     CU_MEMHOSTALLOC_PORTABLE = 1,
+    CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1,
 };
+typedef struct {
+    char reserved[PSCOM_GPU_IPC_HANDLE_SIZE];
+} CUipcMemHandle;
 
 static struct {
     CUresult (*init)(unsigned flags);
@@ -42,10 +50,16 @@ static struct {
     CUresult (*mem_host_alloc)(void **p, size_t len, unsigned flags);
     CUresult (*mem_free_host)(void *p);
     CUresult (*get_error_string)(CUresult err, const char **str);
+    /* optional: device memory between processes (NULL: the driver has none) */
+    CUresult (*mem_get_address_range)(CUdeviceptr *base, size_t *size, CUdeviceptr ptr);
+    CUresult (*ipc_get_mem_handle)(CUipcMemHandle *handle, CUdeviceptr ptr);
+    CUresult (*ipc_open_mem_handle)(CUdeviceptr *ptr, CUipcMemHandle handle, unsigned flags);
+    CUresult (*ipc_close_mem_handle)(CUdeviceptr ptr);
 } cu;
 
 static void *cu_lib;
-static int cuda_requested, enforce_staging;
+static int cuda_requested, enforce_staging, ipc_on;
+static size_t ipc_min;
 static const char *cuda_library;
 PSCOM_API int pscom_cuda_on; /* pscom.h: read inline by pscom_is_gpu_mem() */
 
@@ -60,6 +74,14 @@ static const pscom_env_row_t cuda_env[] = {
      PSCOM_ENV_BOOL, &enforce_staging, 0, 0},
     {"PSP_CUDA_LIBRARY", "libcuda.so.1", "The CUDA driver library loaded with PSP_CUDA=1.",
      PSCOM_ENV_STR, &cuda_library, 0, 0},
+    {"PSP_CUDA_IPC", "1",
+     "Messages of device memory between processes of one node go device to device: the "
+     "receiver copies from the sender's memory (CUDA IPC) instead of both staging it.",
+     PSCOM_ENV_BOOL, &ipc_on, 0, 0},
+    {"PSP_CUDA_IPC_MIN", "32k",
+     "Device messages of at least this many bytes go device to device (PSP_CUDA_IPC); "
+     "smaller ones are staged, which costs less than opening the sender's memory.",
+     PSCOM_ENV_SIZE, &ipc_min, 0, 0},
     {NULL, NULL, NULL, 0, NULL, 0, 0},
 };
 
@@ -97,6 +119,18 @@ static int load_driver(void)
         {"cuMemFreeHost", (void **)&cu.mem_free_host},
         {"cuGetErrorString", (void **)&cu.get_error_string},
     };
+    static const struct {
+        const char *name[2]; /* the versioned name first */
+        void **slot;
+    } optional[] = {
+        {{"cuMemGetAddressRange_v2", "cuMemGetAddressRange"}, (void **)&cu.mem_get_address_range},
+        {{"cuIpcGetMemHandle", NULL}, (void **)&cu.ipc_get_mem_handle},
+        {{"cuIpcOpenMemHandle_v2", "cuIpcOpenMemHandle"}, (void **)&cu.ipc_open_mem_handle},
+        {{"cuIpcCloseMemHandle", NULL}, (void **)&cu.ipc_close_mem_handle},
+    };
+    for (size_t i = 0; i < sizeof(optional) / sizeof(optional[0]); i++)
+        for (int k = 0; k < 2 && !*optional[i].slot && optional[i].name[k]; k++)
+            *optional[i].slot = dlsym(cu_lib, optional[i].name[k]);
     for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
         *syms[i].slot = dlsym(cu_lib, syms[i].name);
         if (!*syms[i].slot) {
@@ -117,8 +151,12 @@ static int load_driver(void)
                                                                  : cu_error(err));
         return -1;
     }
-    pscom_log(3, "CUDA: driver %s loaded, %d device(s)%s", cuda_library, n,
-              enforce_staging ? ", staging enforced" : "");
+    if (!cu.mem_get_address_range || !cu.ipc_get_mem_handle || !cu.ipc_open_mem_handle ||
+        !cu.ipc_close_mem_handle)
+        ipc_on = 0;
+    pscom_log(3, "CUDA: driver %s loaded, %d device(s)%s%s", cuda_library, n,
+              enforce_staging ? ", staging enforced" : "",
+              ipc_on && !enforce_staging ? ", device to device between processes" : "");
     return 0;
 }
 
@@ -207,6 +245,102 @@ PSCOM_API pscom_err_t pscom_gpu_memcpy(void *dst, const void *src, size_t len)
     return PSCOM_SUCCESS;
 }
 
+/* ---- device memory between processes (CUDA IPC) ---- */
+
+int pscom_cuda_ipc_enabled(void)
+{
+    return pscom_cuda_on && ipc_on && !enforce_staging;
+}
+
+size_t pscom_cuda_ipc_min(void)
+{
+    return ipc_min;
+}
+
+int pscom_cuda_ipc_export(const void *ptr, rndv_gpu_t *out)
+{
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    CUipcMemHandle h;
+    if (ensure_context() != 0)
+        return -1;
+    CUresult err = cu.mem_get_address_range(&base, &size, (CUdeviceptr)(uintptr_t)ptr);
+    if (err == CU_SUCCESS)
+        err = cu.ipc_get_mem_handle(&h, base);
+    if (err != CU_SUCCESS) {
+        pscom_log(2, "CUDA: device memory %p cannot be shared (%s): it is staged", ptr,
+                  cu_error(err));
+        return -1;
+    }
+    memcpy(out->ipc, h.reserved, sizeof(out->ipc));
+    out->offset = (uint64_t)((uintptr_t)ptr - (uintptr_t)base);
+    return 0;
+}
+
+/* Opened allocations of other processes: opening costs far more than a copy, and a driver
+   maps one allocation only once per process. An open mapping keeps the allocation alive after
+   its owner freed it, so the cache is small; the least recently used is closed. Callers hold
+   the pscom lock. */
+#define IPC_CACHE_SLOTS 16
+
+static struct {
+    CUipcMemHandle handle;
+    CUdeviceptr mapped; /* 0: free */
+    uint64_t used;
+} ipc_cache[IPC_CACHE_SLOTS];
+static uint64_t ipc_clock;
+
+static CUdeviceptr ipc_open(const uint8_t *ipc)
+{
+    int slot = -1; /* a free one, else the least recently used */
+    for (int i = 0; i < IPC_CACHE_SLOTS; i++) {
+        if (!ipc_cache[i].mapped) {
+            if (slot < 0 || ipc_cache[slot].mapped)
+                slot = i;
+            continue;
+        }
+        if (!memcmp(ipc_cache[i].handle.reserved, ipc, sizeof(CUipcMemHandle))) {
+            ipc_cache[i].used = ++ipc_clock;
+            return ipc_cache[i].mapped;
+        }
+        if (slot < 0 || (ipc_cache[slot].mapped && ipc_cache[i].used < ipc_cache[slot].used))
+            slot = i;
+    }
+    if (ipc_cache[slot].mapped) {
+        cu.ipc_close_mem_handle(ipc_cache[slot].mapped);
+        ipc_cache[slot].mapped = 0;
+    }
+    CUipcMemHandle h;
+    memcpy(h.reserved, ipc, sizeof(h.reserved));
+    CUdeviceptr p = 0;
+    CUresult err = cu.ipc_open_mem_handle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (err != CU_SUCCESS || !p) {
+        pscom_log(2, "CUDA: the sender's device memory cannot be opened (%s): it is staged",
+                  cu_error(err));
+        return 0;
+    }
+    ipc_cache[slot].handle = h;
+    ipc_cache[slot].mapped = p;
+    ipc_cache[slot].used = ++ipc_clock;
+    return p;
+}
+
+int pscom_cuda_ipc_copy(void *dst, const rndv_gpu_t *from, size_t len)
+{
+    if (!pscom_cuda_ipc_enabled() || ensure_context() != 0)
+        return -1;
+    CUdeviceptr src = ipc_open(from->ipc);
+    if (!src)
+        return -1;
+    CUresult err = cu.memcpy((CUdeviceptr)(uintptr_t)dst, src + from->offset, len);
+    if (err != CU_SUCCESS) {
+        pscom_log(1, "CUDA: copying %zu bytes from the sender's device memory failed: %s", len,
+                  cu_error(err));
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- host staging buffers ---- */
 
 #define CACHE_SLOTS     8
@@ -290,6 +424,11 @@ void pscom_cuda_cleanup(void)
         if (cache[i].p)
             cu.mem_free_host(cache[i].p);
         cache[i].p = NULL;
+    }
+    for (int i = 0; i < IPC_CACHE_SLOTS; i++) {
+        if (ipc_cache[i].mapped)
+            cu.ipc_close_mem_handle(ipc_cache[i].mapped);
+        ipc_cache[i].mapped = 0;
     }
     /* the driver stays loaded: its own exit handlers may still run */
 }

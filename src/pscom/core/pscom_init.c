@@ -205,9 +205,12 @@ static void print_stats(void)
               (unsigned long long)s->msgs_sent, (unsigned long long)s->bytes_sent,
               (unsigned long long)s->msgs_recv, (unsigned long long)s->bytes_recv,
               (unsigned long long)s->eager_unexpected);
-    pscom_log(0, "stats: rendezvous sent %llu received %llu single-copy %llu software %llu",
+    pscom_log(0,
+              "stats: rendezvous sent %llu received %llu single-copy %llu software %llu "
+              "device-to-device %llu",
               (unsigned long long)s->rndv_sent, (unsigned long long)s->rndv_recv,
-              (unsigned long long)s->rndv_pull, (unsigned long long)s->rndv_sw_fallback);
+              (unsigned long long)s->rndv_pull, (unsigned long long)s->rndv_sw_fallback,
+              (unsigned long long)s->rndv_gpu);
     char plugins[512];
     pscom_plugin_counters(plugins, sizeof(plugins));
     pscom_log(0,

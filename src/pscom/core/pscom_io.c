@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "pscom_priv.h"
 
 /* An unexpected message of up to this size is kept inside its generated request (size classes
@@ -22,6 +23,10 @@ static size_t gen_inline_class(uint64_t len)
 
 static MSG_PATH void req_complete(pscom_req_t *req)
 {
+    if (unlikely(req->flags & RQ_GPU_HOST)) { /* a send's host copy of its device memory */
+        pscom_host_buffer_free(req->gpu_host, req->gpu_host_cap);
+        req->flags &= ~RQ_GPU_HOST;
+    }
     req->pub.state |= PSCOM_REQ_STATE_IO_DONE | PSCOM_REQ_STATE_DONE;
     if (unlikely(pscom_reactor_blocker))
         pscom_reactor_wake_blocker(); /* it may be waiting for this request */
@@ -106,19 +111,25 @@ void pscom_con_queue_send(pscom_con_t *con, pscom_req_t *req)
 static int send_user_now(pscom_con_t *con, const void *xheader, size_t xheader_len,
                          const void *data, size_t data_len);
 
-PSCOM_API void pscom_post_send(pscom_request_t *pub)
+static inline void send_start(pscom_req_t *req, const char *caller)
 {
-    pscom_req_t *req = get_req(pub);
-    pscom_lock();
+    pscom_request_t *pub = &req->pub;
     if (unlikely(req->magic != REQ_MAGIC || !pub->connection ||
                  get_con(pub->connection)->magic != CON_MAGIC))
-        pscom_fatal("pscom_post_send: bad request or connection (%p)", (void *)pub);
+        pscom_fatal("%s: bad request or connection (%p)", caller, (void *)pub);
     if (unlikely(pub->xheader_len > pub->max_xheader_len || pub->data_len > PSCOM_DATA_LEN_MAX))
-        pscom_fatal("pscom_post_send: xheader_len %zu > max %zu or data_len %zu too large",
+        pscom_fatal("%s: xheader_len %zu > max %zu or data_len %zu too large", caller,
                     pub->xheader_len, pub->max_xheader_len, pub->data_len);
     pub->state = PSCOM_REQ_STATE_SEND | PSCOM_REQ_STATE_POSTED;
     req->flags &= RQ_INTERNAL;
     pscom_set_header(&pub->header, MSGTYPE_USER, pub->xheader_len, pub->data_len);
+}
+
+PSCOM_API void pscom_post_send(pscom_request_t *pub)
+{
+    pscom_req_t *req = get_req(pub);
+    pscom_lock();
+    send_start(req, "pscom_post_send");
     pscom_con_t *con = get_con(pub->connection);
     /* what the transport takes at once completes here, as it would after the queued write,
        without the queue and its iov (pscom_pp over UCX's shared memory, 8 B: see README) */
@@ -154,7 +165,8 @@ static int prepare_iov(pscom_con_t *con, pscom_req_t *req)
     size_t xlen = req->pub.header.xheader_len;
     uint64_t dlen = req->pub.data_len;
     if (!(req->flags & RQ_INTERNAL)) {
-        int rndv = dlen >= con->rndv_threshold && dlen > 0;
+        /* device memory: the receiver copies it from where it is */
+        int rndv = (dlen >= con->rndv_threshold || (req->flags & RQ_GPU)) && dlen > 0;
         if (!rndv && !pscom_fc_take(con, xlen, dlen)) {
             if (!con->fc_granted)
                 return 0;
@@ -177,7 +189,7 @@ static int prepare_iov(pscom_con_t *con, pscom_req_t *req)
                                            req->pub.data_len);
     req->iov[1].iov_base = &req->pub.header;
     req->iov[1].iov_len = HDR_SIZE + req->pub.header.xheader_len;
-    req->iov[2].iov_base = req->pub.data;
+    req->iov[2].iov_base = pscom_req_send_data(req);
     req->iov[2].iov_len = req->pub.header.data_len;
     return 1;
 }
@@ -749,7 +761,8 @@ void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
         }
         /* slow path: assemble the header */
         if (!rs->hbuf) {
-            rs->hbuf = aligned_alloc(16, HDR_SIZE + WIRE_XHEADER_MAX);
+            /* aligned_alloc wants a multiple of the alignment */
+            rs->hbuf = aligned_alloc(16, (HDR_SIZE + WIRE_XHEADER_MAX + 15) & ~(size_t)15);
             if (!rs->hbuf)
                 pscom_fatal("out of memory");
         }
@@ -811,6 +824,10 @@ static void merge(pscom_req_t *req, pscom_req_t *gen)
         req->rndv_addr = gen->rndv_addr;
         req->rndv_len = gen->rndv_len;
         req->rndv_send_id = gen->rndv_send_id;
+        if (gen->flags & RQ_RNDV_GPU) {
+            req->rndv_gpu = gen->rndv_gpu;
+            req->flags |= RQ_RNDV_GPU;
+        }
         req->pub.state |= PSCOM_REQ_STATE_RENDEZVOUS;
         int failed = gen->pub.state & PSCOM_REQ_STATE_ERROR;
         free_generated(gen);
@@ -853,7 +870,7 @@ static pscom_req_t *find_generated(pscom_req_t *req)
     return NULL;
 }
 
-PSCOM_API void pscom_post_recv(pscom_request_t *pub)
+static void post_recv(pscom_request_t *pub, void *gpu_dst)
 {
     pscom_req_t *req = get_req(pub);
     pscom_lock();
@@ -863,6 +880,7 @@ PSCOM_API void pscom_post_recv(pscom_request_t *pub)
     pub->state = PSCOM_REQ_STATE_RECV | PSCOM_REQ_STATE_POSTED;
     req->flags = 0;
     req->partner = NULL;
+    req->gpu_dst = gpu_dst;
     pscom_req_t *gen = find_generated(req);
     if (gen) {
         merge(req, gen);
@@ -879,6 +897,47 @@ PSCOM_API void pscom_post_recv(pscom_request_t *pub)
         list_add_tail(&req->q, &get_sock(pub->socket)->recvq_any);
     }
     pscom_unlock();
+}
+
+PSCOM_API void pscom_post_recv(pscom_request_t *pub)
+{
+    post_recv(pub, NULL);
+}
+
+PSCOM_API void pscom_post_recv_gpu(pscom_request_t *pub, void *dev)
+{
+    post_recv(pub, dev);
+}
+
+/* Device memory by rendezvous (pscom_rndv.c). A buffer that cannot be exported goes as host
+   memory from a host copy: the send then fails only if that copy does. */
+PSCOM_API void pscom_post_send_gpu(pscom_request_t *pub)
+{
+    pscom_req_t *req = get_req(pub);
+    pscom_lock();
+    send_start(req, "pscom_post_send_gpu");
+    pscom_con_t *con = get_con(pub->connection);
+    if (pscom_cuda_ipc_export(pub->data, &req->rndv_gpu) == 0) {
+        req->flags |= RQ_GPU;
+    } else if (pub->data_len) {
+        req->gpu_host = pscom_host_buffer_alloc(pub->data_len, &req->gpu_host_cap);
+        if (req->gpu_host)
+            req->flags |= RQ_GPU_HOST;
+        if (!req->gpu_host || pscom_gpu_memcpy(req->gpu_host, pub->data, pub->data_len)) {
+            req_fail(req, 0);
+            pscom_unlock();
+            return;
+        }
+    }
+    pscom_con_queue_send(con, req);
+    pscom_unlock();
+}
+
+PSCOM_API int pscom_con_gpu_direct(pscom_connection_t *pub, size_t len)
+{
+    pscom_con_t *con = get_con(pub);
+    return pscom_cuda_ipc_enabled() && len >= pscom_cuda_ipc_min() && len &&
+           pscom_con_peer_same_node(con) && con->peer_pid != getpid();
 }
 
 PSCOM_API int pscom_iprobe(pscom_request_t *pub)

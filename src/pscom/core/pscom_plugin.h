@@ -352,7 +352,7 @@ PSCOM_PLUGIN_API void pscom_log(int level, const char *fmt, ...)
 /* Counters shown by PSP_DEBUG_STATS and PSP_SIGQUIT. */
 typedef struct pscom_stats {
     uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv;
-    uint64_t eager_unexpected, rndv_sent, rndv_recv, rndv_pull, rndv_sw_fallback;
+    uint64_t eager_unexpected, rndv_sent, rndv_recv, rndv_pull, rndv_sw_fallback, rndv_gpu;
     uint64_t cons_opened, cons_failed, progress_blocks, garbage_cons;
     /* flow control: bytes held by unexpected eager messages now and at most (their cost, see
        pscom_fc.c), sends that went rendezvous for want of credit, grants sent */

@@ -18,7 +18,7 @@
 
 enum pscom_msgtype {
     MSGTYPE_USER = PSCOM_MSGTYPE_USER,
-    MSGTYPE_RNDV_REQ = 1,  /* xheader: rndv_req_t, then the user's header_net + xheader */
+    MSGTYPE_RNDV_REQ = 1,  /* xheader: rndv_req_t [rndv_gpu_t], the user's header_net + xheader */
     MSGTYPE_RNDV_FIN = 2,  /* xheader: rndv_fin_t; receiver pulled the data, sender is done */
     MSGTYPE_RNDV_READ = 3, /* xheader: rndv_read_t; receiver asks the sender to push */
     MSGTYPE_RNDV_DATA = 4, /* xheader: rndv_fin_t (recv id); the pushed data */
@@ -32,8 +32,16 @@ typedef struct rndv_req {
     uint64_t send_id;
     uint64_t addr; /* sender's buffer, for a single-copy pull */
     uint64_t len;
-    uint64_t reserved;
+    uint64_t flags; /* RNDV_FLAG_*; no other bit is valid */
 } rndv_req_t;
+
+#define RNDV_FLAG_GPU 0x1 /* the buffer is device memory; a rndv_gpu_t follows */
+
+/* Device memory of the sender, for a receiver on its node (pscom_cuda.c) */
+typedef struct rndv_gpu {
+    uint8_t ipc[PSCOM_GPU_IPC_HANDLE_SIZE]; /* the allocation that holds it */
+    uint64_t offset;                        /* of the buffer in it */
+} rndv_gpu_t;
 
 typedef struct rndv_fin {
     uint64_t id;
@@ -80,14 +88,14 @@ static inline void pscom_put_header(void *dst, uint8_t type, size_t xlen, uint64
     memcpy(dst, &h, sizeof(h));
 }
 #define RNDV_PREFIX_SIZE (sizeof(rndv_req_t) + HDR_SIZE)
-/* Largest xheader on the wire: a rendezvous request around the largest user xheader. */
-#define WIRE_XHEADER_MAX (RNDV_PREFIX_SIZE + PSCOM_XHEADER_MAX)
+/* Largest xheader on the wire: a device rendezvous request around the largest user xheader. */
+#define WIRE_XHEADER_MAX (RNDV_PREFIX_SIZE + sizeof(rndv_gpu_t) + PSCOM_XHEADER_MAX)
 /* Filler bytes of a PAD message: below one alignment unit (pscom_con_set_data_align) */
 #define PAD_MAX 63
-/* What a send writes before its header and xheader: a rendezvous request, or a PAD message
-   and the RNDV_DATA header behind it */
-#define PREFIX_MAX (2 * HDR_SIZE + PAD_MAX + sizeof(rndv_fin_t))
-_Static_assert(PREFIX_MAX >= HDR_SIZE + sizeof(rndv_req_t), "a rendezvous request fits");
+/* What a send writes before its header and xheader: a (device) rendezvous request, or a PAD
+   message and the RNDV_DATA header behind it */
+#define PREFIX_MAX (HDR_SIZE + sizeof(rndv_req_t) + sizeof(rndv_gpu_t))
+_Static_assert(PREFIX_MAX >= 2 * HDR_SIZE + PAD_MAX + sizeof(rndv_fin_t), "a pushed PAD fits");
 
 /* ---- requests ---- */
 
@@ -100,6 +108,9 @@ _Static_assert(PREFIX_MAX >= HDR_SIZE + sizeof(rndv_req_t), "a rendezvous reques
 #define RQ_PUSH       0x40  /* send: pushing rendezvous data; completes when written */
 #define RQ_GEN_INLINE 0x80  /* generated: the data lives in the request, not in a malloc */
 #define RQ_FC_RNDV    0x100 /* send: rendezvous for want of credit; seq: since when (ms) */
+#define RQ_GPU        0x200 /* send: the data is device memory (pscom_post_send_gpu) */
+#define RQ_RNDV_GPU   0x400 /* recv: the rendezvous offers device memory (rndv_gpu) */
+#define RQ_GPU_HOST   0x800 /* send: goes from gpu_host, a host copy, freed on completion */
 
 typedef struct pscom_req pscom_req_t;
 typedef struct pscom_con pscom_con_t;
@@ -118,8 +129,12 @@ struct pscom_req {
     unsigned char prefix[PREFIX_MAX]; /* outer header of internal messages, or a PAD message */
     /* receive */
     uint64_t rndv_addr, rndv_len, rndv_send_id; /* from a RNDV_REQ not yet pulled */
-    pscom_req_t *partner;                       /* generated request <-> the receive it feeds */
-    uint64_t fc_cost; /* generated eager message: its cost, until a receive takes it */
+    rndv_gpu_t rndv_gpu;                        /* with RQ_RNDV_GPU */
+    void *gpu_dst;                              /* pscom_post_recv_gpu's device buffer */
+    void *gpu_host;                             /* with RQ_GPU_HOST */
+    size_t gpu_host_cap;
+    pscom_req_t *partner; /* generated request <-> the receive it feeds */
+    uint64_t fc_cost;     /* generated eager message: its cost, until a receive takes it */
     size_t alloc_xheader;
     pscom_request_t pub; /* last: the xheader storage follows */
 };
@@ -127,6 +142,12 @@ struct pscom_req {
 static inline pscom_req_t *get_req(pscom_request_t *pub)
 {
     return list_entry(pub, pscom_req_t, pub);
+}
+
+/* What a send puts on the wire: its data, or the host copy of its device memory */
+static inline void *pscom_req_send_data(const pscom_req_t *req)
+{
+    return unlikely(req->flags & RQ_GPU_HOST) ? req->gpu_host : req->pub.data;
 }
 
 /* ---- connections ---- */
@@ -299,6 +320,13 @@ static inline void pscom_unlock(void)
 /* pscom_cuda.c */
 void pscom_cuda_init(void);
 void pscom_cuda_cleanup(void);
+/* CUDA IPC (pscom_cuda.c): 1 if device memory may go by device rendezvous in this run */
+int pscom_cuda_ipc_enabled(void);
+size_t pscom_cuda_ipc_min(void);
+/* export: the allocation that holds ptr, and ptr's offset in it; 0, else -1 */
+int pscom_cuda_ipc_export(const void *ptr, rndv_gpu_t *out);
+/* len bytes at the exported buffer to dst (device or host memory); 0, else -1 */
+int pscom_cuda_ipc_copy(void *dst, const rndv_gpu_t *from, size_t len);
 
 /* pscom_env.c */
 void pscom_env_parse_table(const pscom_env_row_t *table);

@@ -3,6 +3,11 @@
  * where the data lies; the receiver matches it like any message (so order is kept) and pulls
  * the data in one copy if the transport can (shm: process_vm_readv), then sends RNDV_FIN.
  * Otherwise it sends RNDV_READ and the sender pushes the data as RNDV_DATA.
+ *
+ * Device memory (pscom_post_send_gpu) goes as a device rendezvous: the request carries the
+ * exported allocation (rndv_gpu_t), and a receiver on the node copies from it with one driver
+ * copy, to device memory (pscom_post_recv_gpu) or host memory. A receiver that cannot open it
+ * sends RNDV_READ, and the sender pushes a host copy.
  */
 #include <string.h>
 #include "pscom_priv.h"
@@ -12,15 +17,20 @@ void pscom_rndv_prepare_send(pscom_con_t *con, pscom_req_t *req)
     req->id = con->next_rndv_id++;
     list_add_tail(&req->q_rndv, &con->rndv_sends);
     req->pub.state |= PSCOM_REQ_STATE_RENDEZVOUS;
+    /* device memory (exported by pscom_post_send_gpu): no address a CPU may read */
+    int gpu = (req->flags & RQ_GPU) != 0;
     rndv_req_t r = {.send_id = req->id,
-                    .addr = (uint64_t)(uintptr_t)req->pub.data,
+                    .addr = gpu ? 0 : (uint64_t)(uintptr_t)pscom_req_send_data(req),
                     .len = req->pub.data_len,
-                    .reserved = 0};
-    pscom_put_header(req->prefix, MSGTYPE_RNDV_REQ, RNDV_PREFIX_SIZE + req->pub.header.xheader_len,
+                    .flags = gpu ? RNDV_FLAG_GPU : 0};
+    size_t pre = sizeof(r) + (gpu ? sizeof(rndv_gpu_t) : 0);
+    pscom_put_header(req->prefix, MSGTYPE_RNDV_REQ, HDR_SIZE + pre + req->pub.header.xheader_len,
                      0);
     memcpy(req->prefix + HDR_SIZE, &r, sizeof(r));
+    if (gpu)
+        memcpy(req->prefix + HDR_SIZE + sizeof(r), &req->rndv_gpu, sizeof(rndv_gpu_t));
     req->iov[0].iov_base = req->prefix;
-    req->iov[0].iov_len = HDR_SIZE + sizeof(rndv_req_t);
+    req->iov[0].iov_len = HDR_SIZE + pre;
     req->iov[1].iov_base = &req->pub.header;
     req->iov[1].iov_len = HDR_SIZE + req->pub.header.xheader_len;
     req->iov[2].iov_len = 0;
@@ -61,8 +71,18 @@ void pscom_rndv_start_pull(pscom_con_t *con, pscom_req_t *req)
         pscom_req_complete(req);
         return;
     }
-    if (con->ops->rndv_pull &&
-        (n == 0 || con->ops->rndv_pull(con, req->pub.data, req->rndv_addr, n) == 0)) {
+    int pulled;
+    if (req->flags & RQ_RNDV_GPU) { /* from the sender's device memory, where we can open it */
+        void *dst = req->gpu_dst ? req->gpu_dst : req->pub.data;
+        pulled = n == 0 || pscom_cuda_ipc_copy(dst, &req->rndv_gpu, n) == 0;
+        if (pulled && req->gpu_dst)
+            req->pub.state |= PSCOM_REQ_STATE_GPU_DIRECT;
+        pscom_stats.rndv_gpu += pulled;
+    } else {
+        pulled = con->ops->rndv_pull &&
+                 (n == 0 || con->ops->rndv_pull(con, req->pub.data, req->rndv_addr, n) == 0);
+    }
+    if (pulled) {
         rndv_fin_t fin = {.id = req->rndv_send_id};
         pscom_send_ctrl(con, MSGTYPE_RNDV_FIN, &fin, sizeof(fin), NULL, 0);
         pscom_stats.rndv_pull++;
@@ -77,16 +97,34 @@ void pscom_rndv_start_pull(pscom_con_t *con, pscom_req_t *req)
     pscom_stats.rndv_sw_fallback++;
 }
 
+/* A device buffer the receiver could not open: pushed from a host copy, which req_complete
+   frees. A copy that fails still pushes (zeros), so that the receiver waits for nothing, and
+   the send fails. */
+static void stage_gpu_push(pscom_req_t *req)
+{
+    size_t len = req->pub.data_len;
+    req->gpu_host = pscom_host_buffer_alloc(len, &req->gpu_host_cap);
+    if (!req->gpu_host)
+        pscom_fatal("out of memory staging %zu bytes of device memory", len);
+    req->flags |= RQ_GPU_HOST;
+    if (pscom_gpu_memcpy(req->gpu_host, req->pub.data, len) != PSCOM_SUCCESS) {
+        memset(req->gpu_host, 0, len);
+        req->pub.state |= PSCOM_REQ_STATE_ERROR;
+    }
+}
+
 static void push_data(pscom_con_t *con, pscom_req_t *req, uint64_t recv_id)
 {
     rndv_fin_t id = {.id = recv_id};
+    if ((req->flags & (RQ_GPU | RQ_GPU_HOST)) == RQ_GPU)
+        stage_gpu_push(req);
     size_t pad = pscom_pad_prefix(con, req->prefix, HDR_SIZE + sizeof(id), req->pub.data_len);
     pscom_put_header(req->prefix + pad, MSGTYPE_RNDV_DATA, sizeof(id), req->pub.data_len);
     memcpy(req->prefix + pad + HDR_SIZE, &id, sizeof(id));
     req->iov[0].iov_base = req->prefix;
     req->iov[0].iov_len = pad + HDR_SIZE + sizeof(id);
     req->iov[1].iov_len = 0;
-    req->iov[2].iov_base = req->pub.data;
+    req->iov[2].iov_base = pscom_req_send_data(req);
     req->iov[2].iov_len = req->pub.data_len;
     req->flags = (req->flags & ~RQ_RNDV_WAIT) | RQ_IOV_READY | RQ_PUSH;
     pscom_con_queue_send(con, req);
@@ -103,9 +141,14 @@ pscom_req_t *pscom_rndv_dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
             return (pscom_req_t *)-1;
         rndv_req_t r;
         memcpy(&r, xh, sizeof(r));
-        pscom_header_net_t *inner = (pscom_header_net_t *)(xh + sizeof(rndv_req_t));
+        if (r.flags & ~(uint64_t)RNDV_FLAG_GPU)
+            return (pscom_req_t *)-1;
+        size_t pre = RNDV_PREFIX_SIZE + (r.flags & RNDV_FLAG_GPU ? sizeof(rndv_gpu_t) : 0);
+        if (hdr->xheader_len < pre)
+            return (pscom_req_t *)-1;
+        pscom_header_net_t *inner = (pscom_header_net_t *)(xh + pre - HDR_SIZE);
         if (inner->msg_type != MSGTYPE_USER || inner->version != PSCOM_WIRE_VERSION ||
-            inner->xheader_len != hdr->xheader_len - RNDV_PREFIX_SIZE || inner->data_len != r.len ||
+            inner->xheader_len != hdr->xheader_len - pre || inner->data_len != r.len ||
             r.len > PSCOM_DATA_LEN_MAX)
             return (pscom_req_t *)-1;
         if (r.len < con->rndv_threshold)
@@ -118,6 +161,10 @@ pscom_req_t *pscom_rndv_dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
         req->rndv_len = r.len;
         req->rndv_send_id = r.send_id;
         req->pub.state |= PSCOM_REQ_STATE_RENDEZVOUS;
+        if (r.flags & RNDV_FLAG_GPU) {
+            memcpy(&req->rndv_gpu, xh + sizeof(r), sizeof(rndv_gpu_t));
+            req->flags |= RQ_RNDV_GPU;
+        }
         if (!(req->pub.state & PSCOM_REQ_STATE_GRECV))
             pscom_rndv_start_pull(con, req);
         return NULL;

@@ -29,7 +29,8 @@ extern "C" {
 /* API version: major << 8 | minor. pscom_init() refuses a different major or a newer minor. */
 #define PSCOM_VERSION_MAJOR 1
 #define PSCOM_VERSION_MINOR                                                                        \
-    7 /* 7: device memory (pscom_is_gpu_mem, pscom_gpu_memcpy, host buffers); 6:                   \
+    8 /* 8: device rendezvous (pscom_post_send_gpu, pscom_post_recv_gpu); 7: device memory         \
+         (pscom_is_gpu_mem, pscom_gpu_memcpy, host buffers); 6:                                    \
          pscom_socket_seal, keys in endpoint strings; 5: pscom_listen_addr,                        \
          pscom_socket_set_service, pscom_socket_serve; 4:                                          \
          PSCOM_ENV_SIZE_OPT, pscom_env_get; 3: PSCOM_TAG_DONE_INLINE; 2: tag matching in the       \
@@ -92,6 +93,7 @@ typedef enum pscom_con_state {
 #define PSCOM_REQ_STATE_DONE       0x00000200u /* io_done has been called (or is running) */
 #define PSCOM_REQ_STATE_RENDEZVOUS 0x00000400u
 #define PSCOM_REQ_STATE_MERGED     0x00000800u /* a receive that took over a generated one */
+#define PSCOM_REQ_STATE_GPU_DIRECT 0x00001000u /* pscom_post_recv_gpu: the data is in dev */
 
 typedef struct pscom_socket pscom_socket_t;
 typedef struct pscom_connection pscom_connection_t;
@@ -429,8 +431,10 @@ typedef struct pscom_plugin_info {
 int pscom_plugin_info(int index, pscom_plugin_info_t *info);
 
 /* ---------------------------------------------------------------------------------------- */
-/* Device memory (CUDA). With PSP_CUDA=1 libpscom loads the CUDA driver at init; message data
-   itself must still be host memory: the layer above stages device buffers with these. */
+/* Device memory (CUDA). With PSP_CUDA=1 libpscom loads the CUDA driver at init. Message data
+   is host memory, which the layer above stages device buffers in with these; except for the
+   device rendezvous below, where a device buffer goes from process to process of one node
+   in one driver copy. */
 
 extern int pscom_cuda_on; /* 1: PSP_CUDA=1 and a driver and device were found */
 
@@ -451,6 +455,20 @@ pscom_err_t pscom_gpu_memcpy(void *dst, const void *src, size_t len);
    cache); *cap receives its size, which pscom_host_buffer_free wants back. NULL: no memory. */
 void *pscom_host_buffer_alloc(size_t len, size_t *cap);
 void pscom_host_buffer_free(void *buf, size_t cap);
+
+#define PSCOM_GPU_IPC_HANDLE_SIZE 64 /* the driver's CUipcMemHandle */
+/* 1 if len bytes of device memory may go to con with pscom_post_send_gpu: PSP_CUDA with a
+   driver that shares memory between processes, PSP_CUDA_IPC on, no PSP_CUDA_ENFORCE_STAGING,
+   a peer process on this node, and len >= PSP_CUDA_IPC_MIN. */
+int pscom_con_gpu_direct(pscom_connection_t *con, size_t len);
+/* pscom_post_send where req->data is device memory: always a rendezvous. The receiver copies
+   from the buffer (device to device, or to its host buffer), or, where it cannot open it,
+   asks for the data and the sender stages it in host memory. */
+void pscom_post_send_gpu(pscom_request_t *req);
+/* pscom_post_recv, and a message that comes by device rendezvous is copied to dev (device
+   memory of at least req->data_len bytes) instead of req->data: the request's state then has
+   PSCOM_REQ_STATE_GPU_DIRECT. Any other message lands in req->data as usual. */
+void pscom_post_recv_gpu(pscom_request_t *req, void *dev);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Configuration: every PSP_* variable is one row of a table (config as data). Upper layers

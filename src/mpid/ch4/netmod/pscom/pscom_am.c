@@ -14,7 +14,7 @@ static pscom_request_t *am_recv(pscom_header_net_t *header)
     pscom_request_t *preq = MPIDI_PSCOM_preq_create(header->xheader_len, am_recv_done);
     void *buf = NULL;
     if (preq && header->data_len) {
-        buf = MPL_malloc(header->data_len, MPL_MEM_BUFFER);
+        buf = MPIDI_PSCOM_stage_alloc(header->data_len);
         if (!buf)
             pscom_request_free(preq);
     }

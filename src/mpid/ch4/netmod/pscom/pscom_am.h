@@ -74,7 +74,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_am_isend_to(pscom_connection_t *con, in
         preq->data_len = data_sz;
     } else {
         size_t off = hdr_in_data ? am_hdr_sz : 0;
-        char *buf = MPL_malloc(off + data_sz, MPL_MEM_BUFFER);
+        char *buf = MPIDI_PSCOM_stage_alloc(off + data_sz);
         MPIR_ERR_CHKANDJUMP(buf == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
         MPIDI_PSCOM_PREQ(preq)->buf = buf;
         if (off)

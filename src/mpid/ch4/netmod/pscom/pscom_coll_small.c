@@ -322,7 +322,7 @@ int MPIDI_PSCOM_allreduce_direct(const void *sendbuf, void *recvbuf, MPI_Aint co
     const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     int staged = MPIDI_PSCOM_IS_DEV_PTR(recvbuf) || (in != recvbuf && MPIDI_PSCOM_IS_DEV_PTR(in));
     if (staged) {
-        host = small ? host_small : MPL_malloc(len, MPL_MEM_COLL);
+        host = small ? host_small : MPIDI_PSCOM_stage_alloc(len);
         MPIR_ERR_CHKANDJUMP(!host, mpi_errno, MPI_ERR_OTHER, "**nomem");
         mpi_errno = MPIR_Localcopy(in, count, datatype, host, count, datatype);
         MPIR_ERR_CHECK(mpi_errno);
@@ -361,7 +361,7 @@ fn_exit:
     if (tmp && tmp != tmp_small)
         segment_put(tmp);
     if (host && host != host_small)
-        MPL_free(host);
+        MPIDI_PSCOM_stage_free(host);
     return mpi_errno;
 fn_fail:
     goto fn_exit;
@@ -395,7 +395,7 @@ int MPIDI_PSCOM_allgather_pair(const void *sendbuf, MPI_Aint sendcount, MPI_Data
 
     const void *out = (const char *)src + s_lb;
     if (!s_contig || s_size != r_size || MPIDI_PSCOM_IS_DEV_PTR(src)) {
-        spack = MPL_malloc(r_size, MPL_MEM_COLL);
+        spack = MPIDI_PSCOM_stage_alloc(r_size);
         MPIR_ERR_CHKANDJUMP(!spack, mpi_errno, MPI_ERR_OTHER, "**nomem");
         if (s_size != r_size) {
             /* the partner still gets a block of the size it expects, and waits for nothing */
@@ -412,7 +412,7 @@ int MPIDI_PSCOM_allgather_pair(const void *sendbuf, MPI_Aint sendcount, MPI_Data
     }
     int r_staged = !r_contig || MPIDI_PSCOM_IS_DEV_PTR(recvbuf);
     if (r_staged) {
-        rpack = MPL_malloc(r_size, MPL_MEM_COLL);
+        rpack = MPIDI_PSCOM_stage_alloc(r_size);
         MPIR_ERR_CHKANDJUMP(!rpack, mpi_errno, MPI_ERR_OTHER, "**nomem");
     }
 
@@ -436,8 +436,8 @@ int MPIDI_PSCOM_allgather_pair(const void *sendbuf, MPI_Aint sendcount, MPI_Data
     mpi_errno = exchange_finish(&x, mpi_errno);
 
 fn_exit:
-    MPL_free(spack);
-    MPL_free(rpack);
+    MPIDI_PSCOM_stage_free(spack);
+    MPIDI_PSCOM_stage_free(rpack);
     return mpi_errno;
 fn_fail:
     goto fn_exit;
@@ -476,8 +476,12 @@ int MPIDI_PSCOM_bcast_small(void *buffer, MPI_Aint count, MPI_Datatype datatype,
     (void)dt_ptr;
     if (size == 1 || !len)
         return MPI_SUCCESS;
-    _Alignas(16) unsigned char packed[MPIDI_PSCOM_BCAST_SMALL_MAX];
-    int staged = !dt_contig || MPIDI_PSCOM_IS_DEV_PTR(buffer);
+    _Alignas(16) unsigned char packed_small[MPIDI_PSCOM_BCAST_SMALL_MAX];
+    int dev = MPIDI_PSCOM_IS_DEV_PTR(buffer), staged = !dt_contig || dev;
+    /* device memory is staged in page-locked memory, which the driver copies directly */
+    unsigned char *packed = dev ? MPIDI_PSCOM_stage_alloc(len) : packed_small;
+    if (!packed)
+        packed = packed_small;
     void *data = staged ? (void *)packed : MPIR_get_contig_ptr(buffer, true_lb);
     if (staged && rank == root) {
         err = MPIR_Typerep_pack(buffer, count, datatype, 0, packed, len, &n);
@@ -490,8 +494,10 @@ int MPIDI_PSCOM_bcast_small(void *buffer, MPI_Aint count, MPI_Datatype datatype,
     exchange_t x = {
         .comm = comm, .tag = MPIR_BCAST_TAG, .tmp = data, .len = (size_t)len, .errflag = errflag};
     err = exchange_init(&x);
-    if (err)
-        return err;
+    if (err) {
+        mpi_errno = err;
+        goto fn_exit;
+    }
     int rel = (rank - root + size) % size, mask = 1;
     for (; mask < size; mask <<= 1) {
         if (rel & mask) {
@@ -508,5 +514,9 @@ int MPIDI_PSCOM_bcast_small(void *buffer, MPI_Aint count, MPI_Datatype datatype,
     }
     if (staged && rank != root && !mpi_errno && *errflag == MPIR_ERR_NONE)
         mpi_errno = MPIR_Typerep_unpack(packed, len, buffer, count, datatype, 0, &n);
-    return exchange_finish(&x, mpi_errno);
+    mpi_errno = exchange_finish(&x, mpi_errno);
+fn_exit:
+    if (packed != packed_small)
+        MPIDI_PSCOM_stage_free(packed);
+    return mpi_errno;
 }

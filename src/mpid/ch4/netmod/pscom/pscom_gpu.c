@@ -19,6 +19,33 @@ int MPIDI_PSCOM_gpu_memcpy(void *dst, const void *src, size_t len)
     return pscom_gpu_memcpy(dst, src, len) == PSCOM_SUCCESS ? 0 : -1;
 }
 
+/* With PSP_CUDA, libpscom's cache of page-locked buffers (pinning costs far more than a
+   malloc); a buffer's capacity sits in a header before its bytes, which keeps them 64-byte
+   aligned. Without, MPL_malloc. pscom_cuda_on is settled in MPI_Init, before the first buffer. */
+#define STAGE_HDR 64
+
+void *MPIDI_PSCOM_stage_alloc(size_t len)
+{
+    if (!pscom_cuda_on)
+        return MPL_malloc(len, MPL_MEM_BUFFER);
+    size_t cap;
+    char *b = pscom_host_buffer_alloc(len + STAGE_HDR, &cap);
+    if (!b)
+        return NULL;
+    *(size_t *)b = cap;
+    return b + STAGE_HDR;
+}
+
+void MPIDI_PSCOM_stage_free(void *p)
+{
+    if (!p || !pscom_cuda_on) {
+        MPL_free(p);
+        return;
+    }
+    char *b = (char *)p - STAGE_HDR;
+    pscom_host_buffer_free(b, *(size_t *)b);
+}
+
 static int copy(void *dst, const void *src, size_t len)
 {
     int mpi_errno = MPI_SUCCESS;

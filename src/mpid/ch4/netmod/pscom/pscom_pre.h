@@ -68,6 +68,14 @@ int MPIDI_PSCOM_gpu_memcpy(void *dst, const void *src, size_t len); /* 0, else -
 #define MPID_GPU_ENABLED            __builtin_expect(pscom_cuda_on, 0)
 #define MPID_GPU_IS_DEV(ptr_)       (MPID_GPU_ENABLED && MPIDI_PSCOM_gpu_is_dev(ptr_))
 #define MPID_GPU_MEMCPY(d_, s_, n_) MPIDI_PSCOM_gpu_memcpy(d_, s_, n_)
+/* Host memory that stages or packs a message (pscom_gpu.c): every buffer that becomes a
+   request's pack_buf or its pscom request's buf, and MPICH's staging copies, come from here.
+   With PSP_CUDA it is page-locked, so that the driver copies device memory to and from it
+   directly. */
+void *MPIDI_PSCOM_stage_alloc(size_t len);
+void MPIDI_PSCOM_stage_free(void *p);
+#define MPID_GPU_HOST_ALLOC(n_) MPIDI_PSCOM_stage_alloc(n_)
+#define MPID_GPU_HOST_FREE(p_)  MPIDI_PSCOM_stage_free(p_)
 #define MPID_GPU_QUERY_SUPPORT(type_, answer_)                                                     \
     (*(answer_) = (type_) == MPIX_GPU_SUPPORT_CUDA && pscom_cuda_on, 1)
 

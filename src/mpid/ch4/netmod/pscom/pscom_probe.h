@@ -64,7 +64,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_improbe(int source, int tag, MPIR_Comm
     MPIDI_PSCOM_PREQ(rpreq)->tag = MPIR_TAG_MASK_ERROR_BITS(xh->tag);
     MPIDI_PSCOM_PREQ(rpreq)->complete = MPIDI_PSCOM_mrecv_done;
     if (len) {
-        rpreq->data = MPL_malloc(len, MPL_MEM_BUFFER);
+        rpreq->data = MPIDI_PSCOM_stage_alloc(len);
         MPIR_ERR_CHKANDJUMP(rpreq->data == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
         MPIDI_PSCOM_PREQ(rpreq)->buf = rpreq->data;
     }

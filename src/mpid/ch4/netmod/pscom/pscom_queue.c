@@ -50,7 +50,7 @@ void MPIDI_PSCOM_preq_free(pscom_request_t *preq)
     MPIDI_PSCOM_global_t *g = &MPIDI_PSCOM_global;
     void *buf = MPIDI_PSCOM_PREQ(preq)->buf;
     if (buf)
-        MPL_free(buf);
+        MPIDI_PSCOM_stage_free(buf);
     /* a pending request goes to pscom_request_free, which reports the misuse */
     int idle = !(preq->state & PSCOM_REQ_STATE_POSTED) || pscom_req_is_done(preq);
     if (idle && g->n_preq_cache < MPIDI_PSCOM_PREQ_CACHE_MAX && preq_cacheable(preq)) {

@@ -28,7 +28,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_irecv_pscom(void *buf, MPI_Aint count,
     if (!dt_contig || MPIDI_PSCOM_IS_DEV(buf, dt_true_lb, data_sz)) {
         /* pscom receives one byte range of host memory: stage, unpack (or copy to the device)
            on completion (recv_finish) */
-        pack_buf = MPL_malloc(data_sz, MPL_MEM_BUFFER);
+        pack_buf = MPIDI_PSCOM_stage_alloc(data_sz);
         MPIR_ERR_CHKANDJUMP(pack_buf == NULL && data_sz, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
     }
     preq = MPIDI_PSCOM_preq_create(sizeof(MPIDI_PSCOM_tagged_xhdr_t), MPIDI_PSCOM_tagged_recv_done);
@@ -62,14 +62,17 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_irecv_pscom(void *buf, MPI_Aint count,
     want->tag = tag;
     preq->ops.recv_accept = MPIDI_PSCOM_tagged_accept;
     preq->connection = NULL;
-    pscom_post_recv(preq);
+    if (pack_buf && dt_contig) /* device memory: a device rendezvous lands there directly */
+        pscom_post_recv_gpu(preq, MPIR_get_contig_ptr(buf, dt_true_lb));
+    else
+        pscom_post_recv(preq);
     MPIDI_PSCOM_finish_posted(preq);
     *request = req;
 
 fn_exit:
     return mpi_errno;
 fn_fail:
-    MPL_free(pack_buf);
+    MPIDI_PSCOM_stage_free(pack_buf);
     if (preq)
         pscom_request_free(preq);
     goto fn_exit;

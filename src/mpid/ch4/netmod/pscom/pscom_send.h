@@ -38,20 +38,24 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend_pscom(const void *buf, MPI_Aint c
         }
     }
 
-    /* a large contiguous send from the device: in chunks, copy and transfer overlapping */
-    if (unlikely(staged && dt_contig && !is_sync && con && data_sz >= MPIDI_PSCOM_pipe_min))
+    /* contiguous device memory to a process on this node: the receiver copies it from here,
+       device to device (pscom's device rendezvous, CUDA IPC) */
+    int gpu_direct = unlikely(staged && dt_contig) && con && pscom_con_gpu_direct(con, data_sz);
+    /* a large contiguous send from the device elsewhere: in chunks, copy and transfer overlap */
+    if (unlikely(staged && dt_contig && !gpu_direct && !is_sync && con &&
+                 data_sz >= MPIDI_PSCOM_pipe_min))
         return MPIDI_PSCOM_pipe_isend(MPIR_get_contig_ptr(buf, dt_true_lb), data_sz,
                                       MPIDI_PSCOM_tagged_xhdr(comm, context_offset, tag), con,
                                       request);
 
     pscom_request_t *preq = MPIDI_PSCOM_preq_create(sizeof(*xh), MPIDI_PSCOM_tagged_send_done);
     MPIR_ERR_CHKANDJUMP(preq == NULL, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
-    if (!staged) {
+    if (!staged || gpu_direct) {
         preq->data = data_sz ? (void *)MPIR_get_contig_ptr(buf, dt_true_lb) : NULL;
     } else {
         /* pscom sends one byte range of host memory: pack (or copy device memory) into a
            buffer the pscom request owns */
-        void *pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
+        void *pack = MPIDI_PSCOM_stage_alloc(data_sz);
         MPIR_ERR_CHKANDJUMP(pack == NULL && data_sz, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
         MPIDI_PSCOM_PREQ(preq)->buf = pack;
         mpi_errno = MPIDI_PSCOM_pack(buf, count, datatype, pack, data_sz);
@@ -79,7 +83,10 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend_pscom(const void *buf, MPI_Aint c
     preq->xheader_len = is_sync ? sizeof(*xh) : MPIDI_PSCOM_TAGGED_XHDR_LEN;
     preq->data_len = data_sz;
     preq->connection = con;
-    pscom_post_send(preq);
+    if (gpu_direct)
+        pscom_post_send_gpu(preq);
+    else
+        pscom_post_send(preq);
     MPIDI_PSCOM_finish_posted(preq);
     *request = req;
 

@@ -97,7 +97,7 @@ static size_t unpack_staged(MPIR_Request *rreq, size_t bytes)
 static void release_staged(MPIDI_PSCOM_request_t *r)
 {
     if (r->pack_buf) {
-        MPL_free(r->pack_buf);
+        MPIDI_PSCOM_stage_free(r->pack_buf);
         r->pack_buf = NULL;
         MPIR_Datatype_release_if_not_builtin(r->datatype);
     }
@@ -131,7 +131,10 @@ static void recv_finish(MPIR_Request *rreq, pscom_request_t *preq)
                 "**pscom_con %s %s", preq->connection ? pscom_con_str(preq->connection) : "?",
                 pscom_req_state_str(preq->state));
         }
-        MPIR_STATUS_SET_COUNT(rreq->status, unpack_staged(rreq, bytes));
+        /* a device rendezvous put it in the user's device buffer already */
+        MPIR_STATUS_SET_COUNT(rreq->status, preq->state & PSCOM_REQ_STATE_GPU_DIRECT
+                                                ? bytes
+                                                : unpack_staged(rreq, bytes));
         if (xh->type == MPIDI_PSCOM_MSG_TAGGED_SYNC)
             send_ack(preq);
     }
@@ -171,7 +174,7 @@ static void pipe_recv_done(pscom_request_t *preq)
     MPIR_Request *rreq = MPIDI_PSCOM_PREQ(preq)->req;
     MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(rreq);
     if (pipe_dev(rreq)) { /* already copied on to the device chunk by chunk */
-        MPL_free(r->pack_buf);
+        MPIDI_PSCOM_stage_free(r->pack_buf);
         r->pack_buf = NULL;
         MPIR_Datatype_release_if_not_builtin(r->datatype);
     }
@@ -313,7 +316,7 @@ int MPIDI_PSCOM_tm_isend_general(const void *buf, MPI_Aint count, MPI_Datatype d
     if (likely(dt_contig) && !MPIDI_PSCOM_IS_DEV(buf, dt_true_lb, data_sz)) {
         sbuf = data_sz ? MPIR_get_contig_ptr(buf, dt_true_lb) : NULL;
     } else { /* host memory of the packed bytes (device memory copied) */
-        pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
+        pack = MPIDI_PSCOM_stage_alloc(data_sz);
         MPIR_ERR_CHKANDJUMP(pack == NULL && data_sz, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
         mpi_errno = MPIDI_PSCOM_pack(buf, count, datatype, pack, data_sz);
         MPIR_ERR_CHECK(mpi_errno);
@@ -339,7 +342,7 @@ int MPIDI_PSCOM_tm_isend_general(const void *buf, MPI_Aint count, MPI_Datatype d
     if (likely(rc > 0)) { /* sent */
         if (unlikely(pack)) {
             MPIDI_PSCOM_REQ(sreq).pack_buf = NULL;
-            MPL_free(pack);
+            MPIDI_PSCOM_stage_free(pack);
         }
         if (req)
             MPIDIU_request_complete(req);
@@ -362,7 +365,7 @@ int MPIDI_PSCOM_tm_isend_general(const void *buf, MPI_Aint count, MPI_Datatype d
 fn_exit:
     return mpi_errno;
 fn_fail:
-    MPL_free(pack);
+    MPIDI_PSCOM_stage_free(pack);
     goto fn_exit;
 }
 
@@ -386,7 +389,7 @@ int MPIDI_PSCOM_tm_irecv_general(void *buf, MPI_Aint count, MPI_Datatype datatyp
     if (likely(dt_contig) && !MPIDI_PSCOM_IS_DEV(buf, dt_true_lb, data_sz)) {
         rbuf = MPIR_get_contig_ptr(buf, dt_true_lb);
     } else { /* stage in host memory, unpack (or copy to the device) on completion */
-        rbuf = pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
+        rbuf = pack = MPIDI_PSCOM_stage_alloc(data_sz);
         MPIR_ERR_CHKANDJUMP(pack == NULL && data_sz, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
     }
     if (created)
@@ -394,7 +397,7 @@ int MPIDI_PSCOM_tm_irecv_general(void *buf, MPI_Aint count, MPI_Datatype datatyp
     else
         MPIR_Request_add_ref(req);
     if (unlikely(req == NULL)) {
-        MPL_free(pack);
+        MPIDI_PSCOM_stage_free(pack);
         MPIR_ERR_SETANDJUMP(mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
     }
     MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(req);
@@ -416,7 +419,7 @@ int MPIDI_PSCOM_tm_irecv_general(void *buf, MPI_Aint count, MPI_Datatype datatyp
                             MPIDI_PSCOM_tm_mask(rank, tag), rbuf, data_sz, req, &op);
     if (unlikely(rc < 0)) {
         if (pack) {
-            MPL_free(pack);
+            MPIDI_PSCOM_stage_free(pack);
             MPIR_Datatype_release_if_not_builtin(datatype);
         }
         return MPIDI_PSCOM_tm_recv_failed(req, created, rc);
@@ -450,7 +453,7 @@ void MPIDI_PSCOM_tm_done(void *user, pscom_tag_status_t status, const pscom_tag_
                 MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_OTHER,
                 "**pscom_send", "**pscom_send %s", "the connection failed");
         if (r->pack_buf) {
-            MPL_free(r->pack_buf);
+            MPIDI_PSCOM_stage_free(r->pack_buf);
             r->pack_buf = NULL;
         }
         MPIDI_PSCOM_complete(req, status == PSCOM_TAG_FAILED);

@@ -207,7 +207,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_tm_imrecv(void *buf, MPI_Aint count, MP
         rbuf = MPIR_get_contig_ptr(buf, dt_true_lb);
         r->count = (MPI_Aint)data_sz;
     } else {
-        rbuf = MPL_malloc(data_sz, MPL_MEM_BUFFER);
+        rbuf = MPIDI_PSCOM_stage_alloc(data_sz);
         MPIR_ERR_CHKANDJUMP(rbuf == NULL && data_sz, mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
         r->pack_buf = rbuf;
         r->user_buf = buf;
