@@ -123,8 +123,9 @@ typedef struct {
     pscom_request_t *done_tail;
     int in_drain;
     int finalizing;
-    int world_done; /* init_world ran: av table 0 holds our entries (sessions may skip it) */
-    int yield_idle; /* sched_yield() after a progress poll that found nothing */
+    int world_done;       /* init_world ran: av table 0 holds our entries (sessions may skip it) */
+    int yield_idle;       /* sched_yield() after a progress poll that found nothing */
+    int coll_block_polls; /* idle polls in a Bcast's wait before it sleeps; -1 never */
     /* connections the peer closed, to be closed on our side too (MPIDI_PSCOM_reap_closed) */
     pscom_connection_t **closed;
     int n_closed;

@@ -15,7 +15,7 @@
 
 /* Our PSP_* settings: rows in pscom's configuration table, so pscom_info -c and
  * PSP_DEBUG_PARAM show them with pscom's own. */
-static int sched_yield_cfg = -1;
+static int sched_yield_cfg = -1, coll_block_cfg = -2;
 static int direct_connect_cfg;
 unsigned MPIDI_PSCOM_lost_peer_abort_s = 10;
 /* read through pscom_env_get by the PSNAM windows (pscom_psnam_*.c) */
@@ -31,6 +31,12 @@ static const pscom_env_row_t env_rows[] = {
      "MPI: sched_yield() when a progress poll finds nothing (1 always, 0 never, -1 only when "
      "this node runs more ranks than the job may use CPUs here)",
      PSCOM_ENV_INT, &sched_yield_cfg, -1, 1},
+    {"PSP_MPI_COLL_BLOCK", "-2",
+     "MPI: a rank that waits in a small Bcast (the netmod's, up to 12 KiB) sleeps until a "
+     "message comes after this many polls that found nothing (-1 never; -2: 64 when this node "
+     "runs more ranks than the job may use CPUs here, else never). Not with "
+     "MPI_THREAD_MULTIPLE.",
+     PSCOM_ENV_INT, &coll_block_cfg, -2, 1 << 20},
     {"PSP_MPI_LOST_PEER_ABORT", "10",
      "MPI: seconds after a connection to a peer broke (not an orderly close) until this process "
      "aborts the job, naming the connection, if the launcher has not ended it by then (a lost "
@@ -118,6 +124,11 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
     int over = oversubscribed();
     pscom_set_oversubscribed(over); /* before any connection: shm's protocol choice */
     MPIDI_PSCOM_global.yield_idle = sched_yield_cfg < 0 ? over : sched_yield_cfg;
+    /* a sleeping rank would hold MPICH's global lock, which other threads may need */
+    MPIDI_PSCOM_global.coll_block_polls = MPIR_ThreadInfo.thread_provided == MPI_THREAD_MULTIPLE
+                                              ? -1
+                                          : coll_block_cfg == -2 ? (over ? 64 : -1)
+                                                                 : coll_block_cfg;
     mpi_errno = MPIDI_PSCOM_msa_init(); /* PSP_MSA_*: a bad value fails MPI_Init */
     MPIR_ERR_CHECK(mpi_errno);
 
