@@ -184,6 +184,28 @@ static int test_alltoall(MPI_Comm comm)
     for (int j = 0; j < size; j++)
         for (int i = 0; i < K; i++)
             ok &= r[j * K + i] == a2a(j, rank, i);
+    /* MPI_IN_PLACE, and a receive layout of every other int (the gaps stay as they were) */
+    for (int j = 0; j < size; j++)
+        for (int i = 0; i < K; i++)
+            r[j * K + i] = a2a(rank, j, i);
+    MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, K, MPI_INT, comm);
+    for (int j = 0; j < size; j++)
+        for (int i = 0; i < K; i++)
+            ok &= r[j * K + i] == a2a(j, rank, i);
+    MPI_Datatype every2, every2_1;
+    MPI_Type_vector(K, 1, 2, MPI_INT, &every2_1);
+    MPI_Type_create_resized(every2_1, 0, 2 * K * (MPI_Aint)sizeof(int), &every2);
+    MPI_Type_commit(&every2);
+    int *g = malloc(size * 2 * K * sizeof(int));
+    for (int i = 0; i < size * 2 * K; i++)
+        g[i] = -7;
+    MPI_Alltoall(s, K, MPI_INT, g, 1, every2, comm);
+    for (int j = 0; j < size; j++)
+        for (int i = 0; i < K; i++)
+            ok &= g[j * 2 * K + 2 * i] == a2a(j, rank, i) && g[j * 2 * K + 2 * i + 1] == -7;
+    free(g);
+    MPI_Type_free(&every2);
+    MPI_Type_free(&every2_1);
     /* alltoallv: rank r sends (r + j) % K + 1 ints to rank j */
     for (int j = 0, d = 0, e = 0; j < size; j++) {
         sc[j] = (rank + j) % K + 1;
@@ -1014,7 +1036,8 @@ int main(int argc, char **argv)
     check(test_bcast(w), "MPI_Bcast from every root, 40 B and 1 MiB");
     check(test_gather_scatter(w), "MPI_Gather(v) / MPI_Scatter(v)");
     check(test_allgather(w), "MPI_Allgather (also MPI_IN_PLACE) / MPI_Allgatherv");
-    check(test_alltoall(w), "MPI_Alltoall / MPI_Alltoallv / MPI_Alltoallw");
+    check(test_alltoall(w),
+          "MPI_Alltoall (also MPI_IN_PLACE, strided) / MPI_Alltoallv / MPI_Alltoallw");
     check(test_reduce(w),
           "MPI_Reduce: SUM to every root (also in place), MAX, MIN, PROD, BAND, MAXLOC, "
           "non-commutative user op; MPI_Reduce_local");

@@ -3,7 +3,8 @@
  * point-to-point), except that Barrier, Bcast, Reduce, Allreduce and Scan go through
  * pscom_coll_msa.c when PSP_MSA_AWARE_COLLOPS=1 (hierarchical: node, module, world) or
  * PSP_DEBUG_STATS=1 (inter-module traffic per collective); Allgather and Alltoall only for the
- * statistic. Otherwise the hooks cost one predictable branch.
+ * statistic. Otherwise the hooks cost one predictable branch. Alltoall of small blocks is ours
+ * (pscom_coll_small.c); the shortcuts ahead of ch4's search are below.
  */
 #ifndef PSCOM_COLL_H_INCLUDED
 #define PSCOM_COLL_H_INCLUDED
@@ -124,6 +125,24 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_barrier_small_ok(MPIR_Comm *comm)
 #define MPIDI_NM_BARRIER_SHORTCUT MPIDI_PSCOM_barrier_small_ok
 #define MPIDI_NM_barrier_shortcut MPIDI_PSCOM_barrier_small
 
+/* Alltoall of blocks up to this size: all receives posted, all blocks sent, then waited for
+   (pscom_coll_small.c), instead of MPICH's dependent steps. The block size is the same on
+   every rank (MPI_IN_PLACE too: it takes recvcount), so every rank makes the same choice. */
+#define MPIDI_PSCOM_ALLTOALL_SMALL_MAX 1024
+int MPIDI_PSCOM_alltoall_small(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                               MPIR_Comm *comm, MPIR_Errflag_t *errflag);
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_alltoall_small_ok(MPI_Aint recvcount,
+                                                           MPI_Datatype recvtype, MPIR_Comm *comm)
+{
+    MPI_Aint type_size;
+    MPIR_Datatype_get_size_macro(recvtype, type_size);
+    return comm->comm_kind == MPIR_COMM_KIND__INTRACOMM && recvcount >= 0 &&
+           (type_size == 0 || recvcount <= MPIDI_PSCOM_ALLTOALL_SMALL_MAX / type_size) &&
+           MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM == MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM_auto;
+}
+
 /* MPICH's binomial Bcast goes up to 12 KiB (MPIR_CVAR_BCAST_SHORT_MSG_SIZE); so does ours */
 #define MPIDI_PSCOM_BCAST_SMALL_MAX 12288
 int MPIDI_PSCOM_bcast_small(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
@@ -214,6 +233,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_alltoall(const void *sendbuf, MPI_Aint
     if (unlikely(MPIDI_PSCOM_msa.coll_hooks))
         return MPIDI_PSCOM_msa_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                                         comm, errflag);
+    if (MPIDI_PSCOM_alltoall_small_ok(recvcount, recvtype, comm))
+        return MPIDI_PSCOM_alltoall_small(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                          recvtype, comm, errflag);
     return MPIR_Alltoall_impl(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                               errflag);
 }

@@ -1,6 +1,6 @@
 /*
  * Small collectives straight over pscom: Allreduce of a few bytes (and of any size on 2 ranks),
- * Barrier, Bcast of a few KiB, Allgather on 2 ranks.
+ * Barrier, Bcast of a few KiB, Allgather on 2 ranks, Alltoall of small blocks.
  * At these sizes MPICH's generic path costs more than the messages: algorithm searches (ch4
  * and MPIR), the node-aware composition (a Barrier on 2 ranks of one node became a node
  * Barrier plus a 1-byte node Bcast), temporary buffers, MPI requests for every send and
@@ -535,4 +535,120 @@ fn_exit:
     if (packed != packed_small)
         MPIDI_PSCOM_stage_free(packed);
     return mpi_errno;
+}
+
+/* A receive of one Alltoall block from `from` into buf, posted now, waited for by the caller */
+static pscom_request_t *post_block_recv(MPIR_Comm *comm, int from, void *buf, size_t len)
+{
+    pscom_request_t *preq = MPIDI_PSCOM_preq_create(sizeof(MPIDI_PSCOM_tagged_xhdr_t), NULL);
+    if (!preq)
+        return NULL;
+    preq->ops.io_done = NULL; /* waited for here, never queued for MPIDI_NM_progress */
+    preq->ops.recv_accept = MPIDI_PSCOM_tagged_accept;
+    exchange_t x = {.comm = comm, .tag = MPIR_ALLTOALL_TAG, .preq = preq, .tmp = buf, .len = len};
+    post_recv_from(&x, from);
+    return preq;
+}
+
+/*
+ * Alltoall of small blocks (MPIDI_PSCOM_ALLTOALL_SMALL_MAX bytes each): every receive posted,
+ * every block sent, then the receives waited for. MPICH's algorithms for such blocks go in
+ * log2(p) (Bruck) or p-1 (pairwise) steps that each wait for a partner, with MPI requests and
+ * temporary copies in every step; here no rank waits for another's step, which on a node with
+ * more ranks than CPUs is what costs. Blocks that are not host memory of a contiguous type, and
+ * MPI_IN_PLACE, go through a packed copy: the choice depends on the block size alone, which is
+ * the same on every rank.
+ */
+int MPIDI_PSCOM_alltoall_small(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                               MPIR_Comm *comm, MPIR_Errflag_t *errflag)
+{
+    int size = comm->local_size, rank = comm->rank, mpi_errno = MPI_SUCCESS, err, contig;
+    MPI_Aint blk, lb, bytes, n;
+    MPIR_Datatype *dt_ptr;
+    MPIDI_Datatype_get_info(recvcount, recvtype, contig, blk, dt_ptr, lb);
+    (void)dt_ptr;
+    if (!blk)
+        return MPI_SUCCESS;
+    size_t all = (size_t)blk * (size_t)size;
+    char *spack = NULL, *rpack = NULL, *rb;
+    const char *sb;
+    pscom_request_t *few[16], **rq = few;
+    exchange_t x = {.comm = comm, .tag = MPIR_ALLTOALL_TAG, .len = (size_t)blk, .errflag = errflag};
+
+    int r_staged = !contig || MPIDI_PSCOM_IS_DEV_PTR(recvbuf);
+    rb = r_staged ? (rpack = MPIDI_PSCOM_stage_alloc(all)) : (char *)recvbuf + lb;
+    if (sendbuf == MPI_IN_PLACE) { /* our blocks go out of the buffer the others' come into */
+        sendbuf = recvbuf;
+        sendcount = recvcount;
+        sendtype = recvtype;
+        contig = 0;
+    } else {
+        int s_contig;
+        MPIDI_Datatype_get_info(sendcount, sendtype, s_contig, bytes, dt_ptr, lb);
+        if (bytes != blk) { /* the others still get blocks of the size they expect */
+            *errflag = MPIR_ERR_OTHER;
+            mpi_errno =
+                MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                     MPI_ERR_OTHER, "**collective_size_mismatch",
+                                     "**collective_size_mismatch %d %d", (int)bytes, (int)blk);
+        }
+        contig = s_contig && bytes == blk && !MPIDI_PSCOM_IS_DEV_PTR(sendbuf);
+    }
+    if (contig) {
+        sb = (const char *)sendbuf + lb;
+    } else {
+        spack = MPIDI_PSCOM_stage_alloc(all);
+        MPIR_ERR_CHKANDJUMP(!spack, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        memset(spack, 0, all);
+        err = MPIR_Typerep_pack(sendbuf, sendcount * size, sendtype, 0, spack, all, &n);
+        mpi_errno = mpi_errno ? mpi_errno : err;
+        sb = spack;
+    }
+    MPIR_ERR_CHKANDJUMP(!rb, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    if (size - 1 > (int)(sizeof(few) / sizeof(few[0])))
+        rq = MPL_malloc((size_t)(size - 1) * sizeof(*rq), MPL_MEM_COLL);
+    MPIR_ERR_CHKANDJUMP(!rq, mpi_errno, MPI_ERR_OTHER, "**nomem");
+
+    /* from the nearest ranks first, as the blocks are sent. Without memory for a receive our
+       blocks still go out, so that the others finish */
+    int posted = 0;
+    while (posted < size - 1) {
+        int from = (rank - posted - 1 + size) % size;
+        rq[posted] = post_block_recv(comm, from, rb + (size_t)from * (size_t)blk, (size_t)blk);
+        if (!rq[posted]) {
+            *errflag = MPIR_ERR_OTHER;
+            mpi_errno = MPIR_Err_create_code(mpi_errno, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                             MPI_ERR_OTHER, "**pscom_nomem", NULL);
+            break;
+        }
+        posted++;
+    }
+    for (int i = 1; i < size; i++) {
+        int to = (rank + i) % size;
+        err = send_to(&x, to, sb + (size_t)to * (size_t)blk);
+        mpi_errno = mpi_errno ? mpi_errno : err;
+    }
+    memcpy(rb + (size_t)rank * (size_t)blk, sb + (size_t)rank * (size_t)blk, (size_t)blk);
+    for (int i = 1; i <= posted; i++) {
+        x.preq = rq[i - 1];
+        err = wait_recv(&x);
+        mpi_errno = mpi_errno ? mpi_errno : err;
+        MPIDI_PSCOM_preq_free(rq[i - 1]);
+    }
+    if (r_staged && !mpi_errno) {
+        err = MPIR_Typerep_unpack(rpack, all, recvbuf, recvcount * size, recvtype, 0, &n);
+        mpi_errno = mpi_errno ? mpi_errno : err;
+    }
+    x.preq = NULL;
+    mpi_errno = exchange_finish(&x, mpi_errno);
+
+fn_exit:
+    if (rq != few)
+        MPL_free(rq);
+    MPIDI_PSCOM_stage_free(spack);
+    MPIDI_PSCOM_stage_free(rpack);
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
 }
