@@ -4,7 +4,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "pscom_priv.h"
 
 /* An unexpected message of up to this size is kept inside its generated request (size classes
@@ -919,15 +918,10 @@ PSCOM_API void pscom_post_send_gpu(pscom_request_t *pub)
     pscom_con_t *con = get_con(pub->connection);
     if (pscom_cuda_ipc_export(pub->data, &req->rndv_gpu) == 0) {
         req->flags |= RQ_GPU;
-    } else if (pub->data_len) {
-        req->gpu_host = pscom_host_buffer_alloc(pub->data_len, &req->gpu_host_cap);
-        if (req->gpu_host)
-            req->flags |= RQ_GPU_HOST;
-        if (!req->gpu_host || pscom_gpu_memcpy(req->gpu_host, pub->data, pub->data_len)) {
-            req_fail(req, 0);
-            pscom_unlock();
-            return;
-        }
+    } else if (pub->data_len && pscom_rndv_stage_gpu(req) != 0) {
+        req_fail(req, 0);
+        pscom_unlock();
+        return;
     }
     pscom_con_queue_send(con, req);
     pscom_unlock();
@@ -937,7 +931,7 @@ PSCOM_API int pscom_con_gpu_direct(pscom_connection_t *pub, size_t len)
 {
     pscom_con_t *con = get_con(pub);
     return pscom_cuda_ipc_enabled() && len >= pscom_cuda_ipc_min() && len &&
-           pscom_con_peer_same_node(con) && con->peer_pid != getpid();
+           pscom_con_peer_same_node(con) && con->peer_pid != pscom_global.pid;
 }
 
 PSCOM_API int pscom_iprobe(pscom_request_t *pub)

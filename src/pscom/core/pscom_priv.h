@@ -451,6 +451,9 @@ static inline void pscom_fc_consumed(pscom_con_t *con, uint64_t cost)
 
 /* pscom_rndv.c */
 void pscom_rndv_prepare_send(pscom_con_t *con, pscom_req_t *req);
+/* A send of device memory goes from a page-locked host copy (RQ_GPU_HOST, freed when it
+   completes): 0, or -1 when there was no memory (no flag) or the copy failed (zeros sent) */
+int pscom_rndv_stage_gpu(pscom_req_t *req);
 pscom_req_t *pscom_rndv_dispatch(pscom_con_t *con, pscom_header_net_t *hdr);
 void pscom_rndv_start_pull(pscom_con_t *con, pscom_req_t *req);
 

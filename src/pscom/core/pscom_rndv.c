@@ -97,20 +97,28 @@ void pscom_rndv_start_pull(pscom_con_t *con, pscom_req_t *req)
     pscom_stats.rndv_sw_fallback++;
 }
 
-/* A device buffer the receiver could not open: pushed from a host copy, which req_complete
-   frees. A copy that fails still pushes (zeros), so that the receiver waits for nothing, and
-   the send fails. */
-static void stage_gpu_push(pscom_req_t *req)
+int pscom_rndv_stage_gpu(pscom_req_t *req)
 {
     size_t len = req->pub.data_len;
     req->gpu_host = pscom_host_buffer_alloc(len, &req->gpu_host_cap);
     if (!req->gpu_host)
-        pscom_fatal("out of memory staging %zu bytes of device memory", len);
+        return -1;
     req->flags |= RQ_GPU_HOST;
-    if (pscom_gpu_memcpy(req->gpu_host, req->pub.data, len) != PSCOM_SUCCESS) {
-        memset(req->gpu_host, 0, len);
-        req->pub.state |= PSCOM_REQ_STATE_ERROR;
-    }
+    if (pscom_gpu_memcpy(req->gpu_host, req->pub.data, len) == PSCOM_SUCCESS)
+        return 0;
+    memset(req->gpu_host, 0, len);
+    return -1;
+}
+
+/* A device buffer the receiver could not open: pushed from a host copy. A copy that fails
+   still pushes (zeros), so that the receiver waits for nothing, and the send fails. */
+static void stage_gpu_push(pscom_req_t *req)
+{
+    if (pscom_rndv_stage_gpu(req) == 0)
+        return;
+    if (!(req->flags & RQ_GPU_HOST))
+        pscom_fatal("out of memory staging %zu bytes of device memory", req->pub.data_len);
+    req->pub.state |= PSCOM_REQ_STATE_ERROR;
 }
 
 static void push_data(pscom_con_t *con, pscom_req_t *req, uint64_t recv_id)

@@ -53,18 +53,23 @@ static void *spare_segment;
    3-18 % for 4 MiB (the partner's data then no longer stays in this core's cache) */
 #define SEGMENT (1024 * 1024)
 
+/* A tagged request that is waited for here, never queued for MPIDI_NM_progress */
+static pscom_request_t *coll_preq_create(void)
+{
+    pscom_request_t *preq = MPIDI_PSCOM_preq_create(sizeof(MPIDI_PSCOM_tagged_xhdr_t), NULL);
+    if (preq) {
+        preq->ops.io_done = NULL;
+        preq->ops.recv_accept = MPIDI_PSCOM_tagged_accept;
+    }
+    return preq;
+}
+
 static pscom_request_t *preq_get(pscom_request_t **spare)
 {
     pscom_request_t *preq = *spare;
-    if (preq) {
-        *spare = NULL;
-        return preq;
-    }
-    preq = MPIDI_PSCOM_preq_create(sizeof(MPIDI_PSCOM_tagged_xhdr_t), NULL);
-    if (preq) {
-        preq->ops.io_done = NULL; /* waited for here, never queued for MPIDI_NM_progress */
-        preq->ops.recv_accept = MPIDI_PSCOM_tagged_accept;
-    }
+    if (!preq)
+        return coll_preq_create();
+    *spare = NULL;
     return preq;
 }
 
@@ -540,11 +545,9 @@ fn_exit:
 /* A receive of one Alltoall block from `from` into buf, posted now, waited for by the caller */
 static pscom_request_t *post_block_recv(MPIR_Comm *comm, int from, void *buf, size_t len)
 {
-    pscom_request_t *preq = MPIDI_PSCOM_preq_create(sizeof(MPIDI_PSCOM_tagged_xhdr_t), NULL);
+    pscom_request_t *preq = coll_preq_create();
     if (!preq)
         return NULL;
-    preq->ops.io_done = NULL; /* waited for here, never queued for MPIDI_NM_progress */
-    preq->ops.recv_accept = MPIDI_PSCOM_tagged_accept;
     exchange_t x = {.comm = comm, .tag = MPIR_ALLTOALL_TAG, .preq = preq, .tmp = buf, .len = len};
     post_recv_from(&x, from);
     return preq;

@@ -26,7 +26,7 @@ static uint32_t next_pipe_id;
 typedef struct {
     MPIR_Request *req;
     char *host; /* the message's bytes, copied from the device chunk by chunk (page-locked) */
-    size_t host_cap, remaining;
+    size_t remaining;
     int failed, broken;
 } pipe_send_t;
 
@@ -44,7 +44,7 @@ static void send_done(pscom_request_t *preq)
     if (--p->remaining)
         return;
     MPIDI_PSCOM_complete(p->req, p->broken);
-    pscom_host_buffer_free(p->host, p->host_cap);
+    MPIDI_PSCOM_stage_free(p->host);
     MPL_free(p);
 }
 
@@ -53,9 +53,8 @@ int MPIDI_PSCOM_pipe_isend(const void *dev, size_t len, MPIDI_PSCOM_tagged_xhdr_
 {
     int mpi_errno = MPI_SUCCESS;
     size_t chunk = MPL_MAX(MPIDI_PSCOM_pipe_chunk, 4096), n = (len + chunk - 1) / chunk;
-    size_t host_cap = 0;
     pipe_send_t *p = MPL_malloc(sizeof(*p), MPL_MEM_BUFFER);
-    char *host = pscom_host_buffer_alloc(len, &host_cap);
+    char *host = MPIDI_PSCOM_stage_alloc(len);
     pscom_request_t **preqs = MPL_malloc(n * sizeof(*preqs), MPL_MEM_BUFFER);
     MPIR_Request *req = *request;
 
@@ -78,11 +77,11 @@ int MPIDI_PSCOM_pipe_isend(const void *dev, size_t len, MPIDI_PSCOM_tagged_xhdr_
         for (size_t i = 0; i < n; i++)
             MPIDI_PSCOM_preq_free(preqs[i]);
         MPL_free(p);
-        pscom_host_buffer_free(host, host_cap);
+        MPIDI_PSCOM_stage_free(host);
         MPL_free(preqs);
         MPIR_ERR_SETANDJUMP(mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
     }
-    *p = (pipe_send_t){.req = req, .host = host, .host_cap = host_cap, .remaining = n};
+    *p = (pipe_send_t){.req = req, .host = host, .remaining = n};
     uint32_t id = ++next_pipe_id;
     xh.type = MPIDI_PSCOM_MSG_TAGGED_PIPE;
     xh.unused = id;
@@ -123,7 +122,7 @@ fn_exit:
     return mpi_errno;
 fn_nomem:
     MPL_free(p);
-    pscom_host_buffer_free(host, host_cap);
+    MPIDI_PSCOM_stage_free(host);
     MPL_free(preqs);
     MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_OTHER, "**pscom_nomem");
 fn_fail:
