@@ -879,7 +879,10 @@ static void post_recv(pscom_request_t *pub, void *gpu_dst)
     pub->state = PSCOM_REQ_STATE_RECV | PSCOM_REQ_STATE_POSTED;
     req->flags = 0;
     req->partner = NULL;
-    req->gpu_dst = gpu_dst;
+    if (unlikely(gpu_dst)) { /* pscom_post_recv_gpu; else gpu_dst is not read (RQ_GPU_DST) */
+        req->gpu_dst = gpu_dst;
+        req->flags = RQ_GPU_DST;
+    }
     pscom_req_t *gen = find_generated(req);
     if (gen) {
         merge(req, gen);

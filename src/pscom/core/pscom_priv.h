@@ -102,15 +102,16 @@ _Static_assert(PREFIX_MAX >= 2 * HDR_SIZE + PAD_MAX + sizeof(rndv_fin_t), "a pus
 #define REQ_MAGIC 0x72657131u
 
 /* pscom_req_t.flags */
-#define RQ_INTERNAL   0x1   /* pscom's own message: freed after completion */
-#define RQ_IOV_READY  0x10  /* send: iov prepared (eager/rendezvous decided) */
-#define RQ_RNDV_WAIT  0x20  /* send: rendezvous request; completes on FIN or after the push */
-#define RQ_PUSH       0x40  /* send: pushing rendezvous data; completes when written */
-#define RQ_GEN_INLINE 0x80  /* generated: the data lives in the request, not in a malloc */
-#define RQ_FC_RNDV    0x100 /* send: rendezvous for want of credit; seq: since when (ms) */
-#define RQ_GPU        0x200 /* send: the data is device memory (pscom_post_send_gpu) */
-#define RQ_RNDV_GPU   0x400 /* recv: the rendezvous offers device memory (rndv_gpu) */
-#define RQ_GPU_HOST   0x800 /* send: goes from gpu_host, a host copy, freed on completion */
+#define RQ_INTERNAL   0x1    /* pscom's own message: freed after completion */
+#define RQ_IOV_READY  0x10   /* send: iov prepared (eager/rendezvous decided) */
+#define RQ_RNDV_WAIT  0x20   /* send: rendezvous request; completes on FIN or after the push */
+#define RQ_PUSH       0x40   /* send: pushing rendezvous data; completes when written */
+#define RQ_GEN_INLINE 0x80   /* generated: the data lives in the request, not in a malloc */
+#define RQ_FC_RNDV    0x100  /* send: rendezvous for want of credit; seq: since when (ms) */
+#define RQ_GPU        0x200  /* send: the data is device memory (pscom_post_send_gpu) */
+#define RQ_RNDV_GPU   0x400  /* recv: the rendezvous offers device memory (rndv_gpu) */
+#define RQ_GPU_HOST   0x800  /* send: goes from gpu_host, a host copy, freed on completion */
+#define RQ_GPU_DST    0x1000 /* recv: pscom_post_recv_gpu's device buffer is in gpu_dst */
 
 typedef struct pscom_req pscom_req_t;
 typedef struct pscom_con pscom_con_t;
@@ -130,7 +131,7 @@ struct pscom_req {
     /* receive */
     uint64_t rndv_addr, rndv_len, rndv_send_id; /* from a RNDV_REQ not yet pulled */
     rndv_gpu_t rndv_gpu;                        /* with RQ_RNDV_GPU */
-    void *gpu_dst;                              /* pscom_post_recv_gpu's device buffer */
+    void *gpu_dst;                              /* with RQ_GPU_DST */
     void *gpu_host;                             /* with RQ_GPU_HOST */
     size_t gpu_host_cap;
     pscom_req_t *partner; /* generated request <-> the receive it feeds */

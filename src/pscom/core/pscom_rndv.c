@@ -73,9 +73,10 @@ void pscom_rndv_start_pull(pscom_con_t *con, pscom_req_t *req)
     }
     int pulled;
     if (req->flags & RQ_RNDV_GPU) { /* from the sender's device memory, where we can open it */
-        void *dst = req->gpu_dst ? req->gpu_dst : req->pub.data;
-        pulled = n == 0 || pscom_cuda_ipc_copy(dst, &req->rndv_gpu, n) == 0;
-        if (pulled && req->gpu_dst)
+        int to_dev = (req->flags & RQ_GPU_DST) != 0;
+        pulled = n == 0 ||
+                 pscom_cuda_ipc_copy(to_dev ? req->gpu_dst : req->pub.data, &req->rndv_gpu, n) == 0;
+        if (pulled && to_dev)
             req->pub.state |= PSCOM_REQ_STATE_GPU_DIRECT;
         pscom_stats.rndv_gpu += pulled;
     } else {
