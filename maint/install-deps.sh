@@ -1,10 +1,13 @@
 #!/bin/sh
 # Install the Debian 12 packages needed to build and test psmpi (MPICH 4.0.2 + ch4:pscom).
 # Run as root. Packages already present are left alone, so running it again is cheap.
-# Usage: maint/install-deps.sh [--slurm]
+# Usage: maint/install-deps.sh [--slurm] [--peers]
 #   --slurm   also Slurm and munge (test/cluster/slurm, test/cluster/slurm.t: a real Slurm on the
 #             simulated cluster) and PMIx (libpmix-dev: Slurm's srun --mpi=pmix needs its
 #             library, an MPICH configured --with-pmix its headers)
+#   --peers   also what test/bench needs: the MPIs it compares with, Debian's MPICH
+#             (mpiexec.mpich) and Open MPI (mpicc.openmpi, mpiexec.openmpi), and gnuplot and
+#             ImageMagick for its plots
 #   (--fortran is still accepted and does nothing: gfortran is always installed now, since the
 #   Fortran bindings are built by default)
 set -eu
@@ -36,6 +39,8 @@ for arg in "$@"; do
     --fortran) ;; # compatibility: gfortran is in PKGS anyway
     # test only: test/cluster/slurm.t skips without them
     --slurm) PKGS="$PKGS slurm-wlm munge libpmix-dev" ;;
+    # benchmarks only: test/bench skips a peer that is missing
+    --peers) PKGS="$PKGS mpich openmpi-bin libopenmpi-dev gnuplot-nox imagemagick" ;;
     *) echo "install-deps: unknown argument '$arg'" >&2; exit 1 ;;
     esac
 done

@@ -11,9 +11,14 @@
 #   bench_available M        M's mpicc and mpiexec exist (else a note and 1)
 #   bench_run M TR TAG NP CHECK BIN ARGS...
 #                            one mpiexec under timeout; TR shm|tcp|ucp-tcp|ucp-sm (ucp: all
-#                            three over UCX with the same UCX_TLS); CHECK 1: transport checks
-#                            (see README.md), 0: none (nothing that slows start-up); output in
-#                            $LOGS/TAG.out and .err, seconds of the whole mpiexec in WALL
+#                            three over UCX with the same UCX_TLS), nodes-tcp|nodes-ucp (one
+#                            rank on each of NP simulated nodes, see bench_nodes_up); CHECK 1:
+#                            transport checks (see README.md), 0: none (nothing that slows
+#                            start-up); output in $LOGS/TAG.out and .err, seconds of the whole
+#                            mpiexec in WALL
+#   bench_nodes_up N         a simulated cluster of N nodes (test/cluster/vcluster, root; name
+#                            VCLUSTER, default bench) for the nodes-* transports; 1 (with a
+#                            note) if it cannot be made. bench_nodes_down removes it.
 #   check_idle WHEN          print the CPU use of the whole machine over 1 s (warn above 15%)
 #   cacheline_ns             the host's one-way cache-line latency now, in ns (nothing if it
 #                            cannot be measured); builds $OUT/cacheline_pp when needed
@@ -27,6 +32,8 @@ FAILS=0 WARNS=0 WALL=
 OK_LINES=${OK_LINES:-'^(#|mode,)'}
 # UCX_TLS of the ucp transports: UCX over its tcp, or over its shared memory (+ cma) only
 declare -A UCP_TLS=([ucp-tcp]=tcp,self [ucp-sm]=posix,cma,self)
+VC=$ROOT/test/cluster/vcluster
+NODES_UP=0
 
 # Nothing from the caller's environment may tune one MPI and not the others.
 bench_clean_env() {
@@ -96,12 +103,68 @@ bench_build() {
     echo "built $bin ($cc, loads $lib)"
 }
 
+# The nodes-* transports run one rank per node of a simulated cluster: every byte between ranks
+# crosses a veth pair and a bridge (the kernel's tcp between network namespaces), as between
+# the nodes of a cluster; the nodes share this machine's CPUs.
+bench_nodes_up() {
+    local n=$1 i
+    [ "$NODES_UP" -ge "$n" ] && return 0
+    [ "$(id -u)" = 0 ] || { echo "note: skipping the nodes-* transports: the simulated cluster needs root"; return 1; }
+    export VCLUSTER=${VCLUSTER:-bench}
+    "$VC" up "$n" >"$LOGS/vcluster.log" 2>&1 ||
+        { echo "note: skipping the nodes-* transports: vcluster up $n failed:"; sed 's/^/    /' "$LOGS/vcluster.log"; return 1; }
+    # hydra's host file (ours, MPICH) and Open MPI's, one slot per node
+    for ((i = 1; i <= n; i++)); do echo "node$i:1"; done >"$LOGS/nodes.hydra"
+    for ((i = 1; i <= n; i++)); do echo "node$i slots=1"; done >"$LOGS/nodes.openmpi"
+    NODES_UP=$n
+}
+bench_nodes_down() {
+    [ "$NODES_UP" -gt 0 ] && "$VC" down >/dev/null 2>&1
+    NODES_UP=0
+}
+
+# launch words for M across the simulated nodes: mpiexec runs on node1 and starts the ranks of
+# the other nodes through vcluster-rsh, as through ssh on a real cluster
+nodes_launch() {
+    local m=$1
+    case $m in
+    ours | mpich) echo "$VC exec node1 ${RUN[$m]} -launcher rsh -launcher-exec $VC-rsh -f $LOGS/nodes.hydra" ;;
+    # each node's orted would bind its rank to core 0, and the simulated nodes share the cores
+    openmpi) echo "$VC exec node1 ${RUN[$m]} --mca plm_rsh_agent $VC-rsh --hostfile $LOGS/nodes.openmpi --bind-to none" ;;
+    esac
+}
+
 bench_run() {
     local m=$1 tr=$2 tag=$3 np=$4 chk=$5 bin=$6
     shift 6
-    local out=$LOGS/$tag.out err=$LOGS/$tag.err
-    local -a env=() cmd=()
+    local -a env=() cmd=() launch
 
+    if [[ $tr == nodes-* ]]; then
+        bench_nodes_up "$np" || { FAILS=$((FAILS + 1)); return 1; }
+        read -ra launch <<<"$(nodes_launch "$m")"
+        case $m in
+        ours)
+            [ "$chk" = 1 ] && env=(PSP_DEBUG_CONTYPE=1)
+            [ "$tr" = nodes-tcp ] && env+=(PSP_UCP=0) # else ucp (UCX over tcp) between nodes
+            cmd=("${launch[@]}" -n "$np")
+            ;;
+        mpich) # ch4:ucx: UCX picks tcp between nodes (the only network there is)
+            [ "$chk" = 1 ] && env=(UCX_LOG_LEVEL=info "UCX_LOG_FILE=$LOGS/$tag.ucx.%p")
+            cmd=("${launch[@]}" -n "$np")
+            ;;
+        openmpi)
+            cmd=("${launch[@]}" -n "$np")
+            # pml ucx only takes high-speed networks unless told that any transport will do
+            if [ "$tr" = nodes-ucp ]; then
+                cmd+=(--mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any)
+            else
+                cmd+=(--mca pml ob1 --mca btl tcp,self)
+            fi
+            ;;
+        esac
+        bench_exec "$m" "${tr#nodes-}" "$tag" "$chk" "$bin" "$@"
+        return
+    fi
     case $m in
     ours)
         [ "$chk" = 1 ] && env=(PSP_DEBUG_CONTYPE=1) # one line per connection: "... via shm|tcp"
@@ -130,6 +193,15 @@ bench_run() {
         [ "$np" -gt "$(nproc)" ] && cmd+=(--oversubscribe)
         ;;
     esac
+    bench_exec "$m" "$tr" "$tag" "$chk" "$bin" "$@"
+}
+
+# run "${env[@]}" "${cmd[@]}" BIN ARGS of the caller (bench_run) and check what it printed;
+# TR names the transport the connections must use (shm, tcp, ucp-*)
+bench_exec() {
+    local m=$1 tr=$2 tag=$3 chk=$4 bin=$5
+    shift 5
+    local out=$LOGS/$tag.out err=$LOGS/$tag.err
     local t0 t1
     t0=$(date +%s%N)
     env "${env[@]}" timeout -k 5 "$TMO" "${cmd[@]}" "$bin" "$@" >"$out" 2>"$err"
@@ -166,7 +238,8 @@ bench_run() {
             # UCX ep_cfg lines name the transports (tl/device) of each endpoint configuration:
             # tcp: only tcp/ and self/; shm: only shared memory ones (sysv, posix, cma, ...)
             local eps allowed=tcp must=tcp
-            eps=$(cat "$LOGS/$tag".ucx.* 2>/dev/null | grep 'ep_cfg')
+            # the connection of a rank to itself (self/, cma/ within one process) is not checked
+            eps=$(cat "$LOGS/$tag".ucx.* 2>/dev/null | grep 'ep_cfg' | grep -v 'tag(self/')
             [ "$tr" = shm ] && { allowed='sysv|posix|cma|knem|xpmem'; must='sysv|posix'; }
             [ "$tr" = ucp-sm ] && { allowed='posix|cma'; must='posix'; }
             if ! grep -q -E "($must)/" <<<"$eps" ||
@@ -179,7 +252,8 @@ bench_run() {
         odd=$(cat "$err"; grep -v -E "$OK_LINES" "$out")
         ;;
     openmpi)
-        odd=$(cat "$err"; grep -v -E "$OK_LINES" "$out")
+        # orterun started through vcluster-rsh cannot make the remote shell's process group
+        odd=$(grep -v 'plm:rsh: Warning: setpgid' "$err"; grep -v -E "$OK_LINES" "$out")
         ;;
     esac
     [ -n "$odd" ] && { warn "$tag: unexpected output:"; echo "$odd" | head -5 | sed 's/^/    /'; }

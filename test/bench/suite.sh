@@ -1,8 +1,9 @@
 #!/bin/bash
 # suite.sh: the benchmark suite. Builds mpi_pp.c and startup.c with our MPI, Debian's MPICH and
 # Open MPI, runs point-to-point (lat, bw, bibw, rate), collectives (2-8 ranks) and job start-up
-# (empty program, 2-64 ranks, with peak RSS) over shared memory and over tcp, interleaved
-# (A B C A B C), and writes medians and ratios ours / best peer as text, CSV and PNG plots, plus
+# (empty program, 2-256 ranks, with peak RSS) over shared memory and over tcp on this machine and,
+# as root, between simulated nodes (test/cluster/vcluster), interleaved (A B C A B C), checks
+# Alltoall with 256 ranks, and writes medians and ratios ours / best peer as text, CSV and PNG plots, plus
 # a description of the machine, into the directory given. See README.md.
 set -u
 
@@ -15,13 +16,15 @@ QUICK=0
 ANALYSE=0
 REPEATS=
 BIG_REPEATS=
-TRANSPORTS="shm tcp"
+TRANSPORTS=
 MPIS="ours mpich openmpi"
-PARTS="pt2pt coll startup"
+PARTS="pt2pt coll startup scale"
 TIME=
 TMO=
 PP_SIZES=
 COLL_NPS=
+NODE_NPS=
+SCALE_NP=
 COLL_SIZES=
 START_NPS=
 RATE_SIZE=8
@@ -32,16 +35,20 @@ usage: test/bench/suite.sh [options] RESULT_DIR
   -q        quick: 1 repetition, ~0.05 s per size, few sizes and rank counts (a smoke run)
   -r N      repetitions per MPI, interleaved A B C A B C (default 3, quick 1)
   -R N      repetitions of runs with 16 and more ranks (default 2, quick 1; at most -r)
-  -t LIST   transports, comma list of shm,tcp,ucp-tcp,ucp-sm (default shm,tcp)
+  -t LIST   transports, comma list of shm,tcp,ucp-tcp,ucp-sm,nodes-tcp,nodes-ucp (default
+            shm,tcp and, as root, nodes-tcp,nodes-ucp: one rank per simulated node)
   -m LIST   MPIs, comma list of ours,mpich,openmpi (default all three)
-  -p LIST   parts, comma list of pt2pt,coll,startup (default all three)
+  -p LIST   parts, comma list of pt2pt,coll,startup,scale (default all four; the nodes-*
+            transports run pt2pt and coll, scale runs once, on this machine)
   -s SEC    seconds per measured size, mpi_pp --time (default 0.2, quick 0.05)
   -T SEC    timeout per mpiexec (default 180, quick 90)
   -S LIST   point-to-point sizes (default 0,1,4,16,64,256,1k,4k,16k,64k,256k,1M,4M,16M;
             quick 0,64,4k,256k,16M; bw and bibw leave out 0)
   -c LIST   collectives: rank counts (default 2,4,8; quick 2,4)
+  -N LIST   collectives of the nodes-* transports: node counts, one rank each (default 2,4)
   -C LIST   collectives: sizes (default 8,1k,64k; quick 8,64k)
-  -n LIST   start-up: rank counts (default 2,4,8,16,32,64; quick 2,8,64)
+  -n LIST   start-up: rank counts (default 2,4,8,16,32,64,128,256; quick 2,8,64)
+  -a N      scale: ranks of the checked Alltoall (default 256, quick 64)
   -A        no runs: summary and plots again from RESULT_DIR/raw.csv
 Writes into RESULT_DIR: summary.txt (tables), summary.csv (medians, ratios), raw.csv (every
 measurement), machine.txt (lscpu summary, kernel, date, load, MPI versions), log.txt (this
@@ -50,7 +57,7 @@ Our MPI: \$OURS_PREFIX (default $ROOT/install) bin/mpicc and bin/mpiexec.
 EOF
 }
 
-while getopts "Aqr:R:t:m:p:s:T:S:c:C:n:h" o; do
+while getopts "Aqr:R:t:m:p:s:T:S:c:N:C:n:a:h" o; do
     case $o in
     q) QUICK=1 ;;
     A) ANALYSE=1 ;;
@@ -63,6 +70,8 @@ while getopts "Aqr:R:t:m:p:s:T:S:c:C:n:h" o; do
     T) TMO=$OPTARG ;;
     S) PP_SIZES=$OPTARG ;;
     c) COLL_NPS=$OPTARG ;;
+    N) NODE_NPS=$OPTARG ;;
+    a) SCALE_NP=$OPTARG ;;
     C) COLL_SIZES=$OPTARG ;;
     n) START_NPS=$OPTARG ;;
     h) usage; exit 0 ;;
@@ -75,18 +84,25 @@ RES=$1
 
 if [ "$QUICK" = 1 ]; then
     : "${REPEATS:=1}" "${BIG_REPEATS:=1}" "${TIME:=0.05}" "${TMO:=90}" "${PP_SIZES:=0,64,4k,256k,16M}"
-    : "${COLL_NPS:=2,4}" "${COLL_SIZES:=8,64k}" "${START_NPS:=2,8,64}"
+    : "${COLL_NPS:=2,4}" "${COLL_SIZES:=8,64k}" "${START_NPS:=2,8,64}" "${SCALE_NP:=64}"
 else
     : "${REPEATS:=3}" "${BIG_REPEATS:=2}" "${TIME:=0.2}" "${TMO:=180}"
     : "${PP_SIZES:=0,1,4,16,64,256,1k,4k,16k,64k,256k,1M,4M,16M}"
-    : "${COLL_NPS:=2,4,8}" "${COLL_SIZES:=8,1k,64k}" "${START_NPS:=2,4,8,16,32,64}"
+    : "${COLL_NPS:=2,4,8}" "${COLL_SIZES:=8,1k,64k}" "${START_NPS:=2,4,8,16,32,64,128,256}"
+    : "${SCALE_NP:=256}"
+fi
+: "${NODE_NPS:=2,4}"
+if [ -z "$TRANSPORTS" ]; then
+    TRANSPORTS="shm tcp"
+    [ "$(id -u)" = 0 ] && TRANSPORTS="$TRANSPORTS nodes-tcp nodes-ucp"
 fi
 die() { echo "suite.sh: $*" >&2; exit 2; }
 for v in REPEATS BIG_REPEATS TMO; do [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "bad $v ${!v}"; done
 [ "$BIG_REPEATS" -le "$REPEATS" ] || BIG_REPEATS=$REPEATS
-for v in COLL_NPS START_NPS; do [[ ${!v} =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "bad rank list ${!v}"; done
-for t in $TRANSPORTS; do case $t in shm | tcp | ucp-tcp | ucp-sm) ;; *) die "unknown transport $t" ;; esac; done
-for p in $PARTS; do case $p in pt2pt | coll | startup) ;; *) die "unknown part $p" ;; esac; done
+[[ $SCALE_NP =~ ^[1-9][0-9]*$ ]] || die "bad rank count $SCALE_NP"
+for v in COLL_NPS NODE_NPS START_NPS; do [[ ${!v} =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "bad rank list ${!v}"; done
+for t in $TRANSPORTS; do case $t in shm | tcp | ucp-tcp | ucp-sm | nodes-tcp | nodes-ucp) ;; *) die "unknown transport $t" ;; esac; done
+for p in $PARTS; do case $p in pt2pt | coll | startup | scale) ;; *) die "unknown part $p" ;; esac; done
 BW_SIZES=$(tr , '\n' <<<"$PP_SIZES" | grep -v -x 0 | paste -sd,)
 
 mkdir -p "$OUT" "$LOGS" "$RES" || exit 1
@@ -107,6 +123,7 @@ else
     OK_LINES='^(#|mode,|(lat|bw|bibw|rate|barrier|bcast|allreduce|alltoall|allgather|vmhwm_kb),)'
     . "$BENCH/lib.sh"
     bench_clean_env
+    trap bench_nodes_down EXIT
     echo "suite.sh $*: $(date -u '+%F %T UTC'), $([ "$QUICK" = 1 ] && echo quick || echo full)"
 
     # ---- build both programs, once per MPI; columns always in the order ours, mpich, openmpi ----
@@ -137,7 +154,8 @@ else
         echo "suite: $([ "$QUICK" = 1 ] && echo quick || echo full); repetitions $REPEATS" \
             "($BIG_REPEATS with >= 16 ranks); mpi_pp --time $TIME; parts $PARTS; transports $TRANSPORTS;" \
             "pt2pt sizes $PP_SIZES (rate $RATE_SIZE B, window 64); coll ranks $COLL_NPS sizes" \
-            "$COLL_SIZES; start-up ranks $START_NPS; timeout $TMO s"
+            "$COLL_SIZES (nodes-*: nodes $NODE_NPS, one rank each); start-up ranks $START_NPS;" \
+            "scale: Alltoall of $SCALE_NP ranks; timeout $TMO s"
     } >"$RES/machine.txt"
     sed 's/^/  /' "$RES/machine.txt"
 
@@ -188,12 +206,30 @@ else
             END { printf "%s,rss,0,%d,%.1f\n", p, np, max / 1024 }' "$LOGS/$tag.out" >>"$RAW"
     }
 
+    # scale: Alltoall of SCALE_NP ranks (oversubscribed), once checked byte by byte (mpi_pp
+    # --verify: the errors are the metric), once timed
+    run_scale() { # m rep
+        local m=$1 rep=$2 tag=shm.scale.$1.np$SCALE_NP.$2 n
+        if bench_run "$m" shm "$tag.verify" "$SCALE_NP" 0 "$OUT/mpi_pp.$m" --csv --verify \
+            --iters 3 --warmup 1 --mode coll --coll alltoall --coll-sizes 8,1k; then
+            n=$(sed -n 's/^# verify: \([0-9]*\) errors$/\1/p' "$LOGS/$tag.verify.out")
+            [ -n "$n" ] || { warn "$tag.verify: no verify line"; n=-1; }
+            echo "shm,$m,$rep,alltoall_errors,0,$SCALE_NP,$n" >>"$RAW"
+        fi
+        bench_run "$m" shm "$tag" "$SCALE_NP" 0 "$OUT/mpi_pp.$m" --csv --time "$TIME" \
+            --mode coll --coll alltoall --coll-sizes 8,1k || keep_partial "$tag" || return
+        awk -F, -v p="shm,$m,$rep" '/^alltoall,/ { print p "," $1 "," $2 "," $6 "," $4 }' \
+            "$LOGS/$tag.out" >>"$RAW"
+    }
+
     HOST=$RES/host.csv
     echo "transport,mpi,rep,cacheline_ns" >"$HOST"
     echo "interleaved:$ACTIVE; parts: $PARTS; transports: $TRANSPORTS; logs: $LOGS"
     check_idle "before the runs"
     T0=$(date +%s)
     for tr in $TRANSPORTS; do
+        nps=$COLL_NPS
+        [[ $tr == nodes-* ]] && nps=$NODE_NPS
         if [[ " $PARTS " == *" pt2pt "* ]]; then
             for rep in $(seq "$REPEATS"); do
                 for m in $ACTIVE; do run_pt2pt "$m" "$tr" "$rep"; done
@@ -201,14 +237,14 @@ else
             echo "$tr pt2pt done after $(($(date +%s) - T0)) s"
         fi
         if [[ " $PARTS " == *" coll "* ]]; then
-            for np in ${COLL_NPS//,/ }; do
+            for np in ${nps//,/ }; do
                 for rep in $(seq "$([ "$np" -ge 16 ] && echo "$BIG_REPEATS" || echo "$REPEATS")"); do
                     for m in $ACTIVE; do run_coll "$m" "$tr" "$rep" "$np"; done
                 done
             done
             echo "$tr coll done after $(($(date +%s) - T0)) s"
         fi
-        if [[ " $PARTS " == *" startup "* ]]; then
+        if [[ " $PARTS " == *" startup "* && $tr != nodes-* ]]; then
             for np in ${START_NPS//,/ }; do
                 for rep in $(seq "$([ "$np" -ge 16 ] && echo "$BIG_REPEATS" || echo "$REPEATS")"); do
                     for m in $ACTIVE; do run_startup "$m" "$tr" "$rep" "$np"; done
@@ -217,6 +253,11 @@ else
             echo "$tr startup done after $(($(date +%s) - T0)) s"
         fi
     done
+    bench_nodes_down
+    if [[ " $PARTS " == *" scale "* ]]; then
+        for m in $ACTIVE; do run_scale "$m" 1; done
+        echo "scale done after $(($(date +%s) - T0)) s"
+    fi
     check_idle "after the runs (our own processes are gone by now)"
     echo "load after: $(uptime | sed 's/.*load average/load average/')" >>"$RES/machine.txt"
 fi
@@ -225,9 +266,9 @@ fi
 SUM=$RES/summary.csv
 awk -F, -v mpis="$ACTIVE" -v transports="$TRANSPORTS" '
 BEGIN {
-    split("lat bw bibw rate barrier bcast allreduce alltoall allgather rss_coll startup rss", O, " ")
+    split("lat bw bibw rate barrier bcast allreduce alltoall allgather rss_coll startup rss alltoall_errors", O, " ")
     for (i in O) ord[O[i]] = i
-    split("us MB/s MB/s msg/s us us us us us MiB s MiB", U, " ")
+    split("us MB/s MB/s msg/s us us us us us MiB s MiB count", U, " ")
     nm = split(mpis, M, " ")
     nt = split(transports, T, " ")
     for (i = 1; i <= nt; i++) tord[T[i]] = i
@@ -297,7 +338,7 @@ NR == 1 { next }
         printf " %9s\n", "ours/best"
         last_tr = tr; last_met = met
     } else if (met != last_met) { print ""; last_met = met }
-    name = met (met ~ /^(barrier|startup|rss|rss_coll)$/ ? "" : " " human(size)) (np != 2 || met ~ /^(barrier|bcast|allreduce|alltoall|allgather|startup|rss|rss_coll)$/ ? " np " np : "")
+    name = met (met ~ /^(barrier|startup|rss|rss_coll|alltoall_errors)$/ ? "" : " " human(size)) (np != 2 || met ~ /^(barrier|bcast|allreduce|alltoall|allgather|startup|rss|rss_coll)$/ ? " np " np : "")
     printf "%-28s %-6s", name, unit
     for (i = 1; i <= nm; i++) printf " %10s", fmt($(6 + i))
     r = $(7 + nm)

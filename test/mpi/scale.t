@@ -6,6 +6,8 @@
 # usable). PSP_DEBUG_CONTYPE shows that every pair of ranks used the transport asked for:
 # 128 ranks make 8128 shm connections, more than the kernel's default shmmni (4096 SysV
 # segments), yet none falls back, because shm connections share segments (PSP_SHM_ARENA).
+# SCALE_NPS="64 128" (the default) names the all-to-all sizes: SCALE_NPS=256 is the check of
+# 256 ranks (about 5 minutes on 2 CPUs, outside CI).
 . "$(dirname "$0")/mpitest.sh"
 TIMEOUT=${MPITEST_TIMEOUT:-120}
 # It forces each transport itself: under an outer selection (check.sh's tcp-only pass) the
@@ -82,7 +84,7 @@ a2a() {
     fi
 }
 
-for np in 64 128; do
+for np in ${SCALE_NPS:-64 128}; do
     # a redirect, not a pipe: the loop must count its TAP lines in this shell
     while IFS='|' read -r label want settings; do
         a2a "$np" "$label" "$want" "$settings"

@@ -312,6 +312,18 @@ int pscom_node_oversubscribed(void)
     return pscom_config.oversubscribed;
 }
 
+PSCOM_API void pscom_set_node_processes(int n)
+{
+    pscom_lock();
+    pscom_config.node_processes = n > 0 ? n : 0;
+    pscom_unlock();
+}
+
+int pscom_node_processes(void)
+{
+    return pscom_config.node_processes;
+}
+
 PSCOM_API const char *pscom_err_str(pscom_err_t err)
 {
     switch (err) {

@@ -410,19 +410,26 @@ const pscom_plugin_t *pscom_plugin_get(int index)
 const pscom_plugin_t *pscom_plugin_tag_transport(char *why, size_t whylen)
 {
     const pscom_plugin_t *only = NULL;
+    const char *first = NULL;
+    int index = -1;
+    /* Counted by name first: asking would load a deferred plugin (ucp: UCX's context, worker and
+       4 MiB of its shared memory in every process) that a job within one node never uses. */
     for (int i = 0; i < n_order; i++) {
-        const pscom_plugin_t *p = pscom_plugin_get(i);
-        if (!p || (p->flags & PSCOM_PLUGIN_SELF))
+        const plugin_slot_t *s = &slots[order[i]];
+        if (!s->deferred && (!s->available || (s->plugin->flags & PSCOM_PLUGIN_SELF)))
             continue; /* not the user's choice of transport: the process's own loopback */
-        if (only) {
-            snprintf(why, whylen, "transports %s and %s are enabled (only one may be)", only->name,
-                     p->name);
+        if (first) {
+            snprintf(why, whylen, "transports %s and %s are enabled (only one may be)", first,
+                     s->name);
             return NULL;
         }
-        only = p;
+        first = s->name;
+        index = i;
     }
+    if (index >= 0)
+        only = pscom_plugin_get(index);
     if (!only) {
-        snprintf(why, whylen, "no transport enabled");
+        snprintf(why, whylen, first ? "transport %s is not usable" : "no transport enabled", first);
         return NULL;
     }
     if (!only->tag) {

@@ -23,14 +23,14 @@
 #include "pscom.h"
 #include "pscom_list.h" /* list_head_t and its inline operations, for plugins' lists too */
 
-/* 0x010b: plugins register themselves (PSCOM_PLUGIN_DEFINE), counters, flags, con_relay,
-   pscom_relay_accept, pscom_con_set_via, pscom_hmac.h (SHA-256, HMAC, random bytes, key files);
-   0x010a: pscom_cma_write; 0x0109: dump (con and plugin, for PSP_SIGQUIT), flushed; 0x0108:
-   pscom_tag_ops_t.enable gets the socket's flags, recv the socket; 0x0107: tag matching
-   (pscom_tag_ops_t, pscom_con_tag_on, pscom_con_set_tag_ep); 0x0106: node_oversubscribed; 0x0105:
-   header_user_xlen, read_feed_user, write_user_now; 0x0104: con_default_rendezvous; 0x0103:
+/* 0x010c: node_processes; 0x010b: plugins register themselves (PSCOM_PLUGIN_DEFINE), counters,
+   flags, con_relay, pscom_relay_accept, pscom_con_set_via, pscom_hmac.h (SHA-256, HMAC, random
+   bytes, key files); 0x010a: pscom_cma_write; 0x0109: dump (con and plugin, for PSP_SIGQUIT),
+   flushed; 0x0108: pscom_tag_ops_t.enable gets the socket's flags, recv the socket; 0x0107: tag
+   matching (pscom_tag_ops_t, pscom_con_tag_on, pscom_con_set_tag_ep); 0x0106: node_oversubscribed;
+   0x0105: header_user_xlen, read_feed_user, write_user_now; 0x0104: con_default_rendezvous; 0x0103:
    con_closing; 0x0102: write_now; 0x0101: held sends, cma */
-#define PSCOM_PLUGIN_API_VERSION 0x010b
+#define PSCOM_PLUGIN_API_VERSION 0x010c
 #define PSCOM_HS_BLOB_MAX        512 /* largest handshake blob of one plugin */
 
 #define likely(x)   __builtin_expect(!!(x), 1)
@@ -267,6 +267,8 @@ PSCOM_PLUGIN_API int pscom_con_closing(pscom_con_t *con);
 /* 1 if the application said that this node's CPUs are oversubscribed (pscom_set_oversubscribed):
    waiting for a peer may then cost it a time slice. */
 PSCOM_PLUGIN_API int pscom_node_oversubscribed(void);
+/* Processes of the job on this node (pscom_set_node_processes), 0 if not known. */
+PSCOM_PLUGIN_API int pscom_node_processes(void);
 
 /* Receive side: feed bytes that arrived, in order. Core parses, matches and copies. */
 PSCOM_PLUGIN_API void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len);

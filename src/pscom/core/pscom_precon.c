@@ -141,6 +141,10 @@ static precon_t *precon_new(pscom_sock_t *sock, int fd)
     pre->deadline_ms = now_ms() + pscom_config.connect_timeout_ms;
     pre->ufd = (pscom_ufd_t){.fd = fd, .events = EPOLLIN, .handler = precon_handler, .priv = pre};
     pscom_ufd_add(&pre->ufd);
+    /* Polled every round while the handshake lasts, not with the idle fds (every 256th round):
+       with many ranks per CPU a process makes a round or two per time slice, and each step of
+       a handshake waited 256 slices (Alltoall of 128 ranks on 2 CPUs: 24 s to connect). */
+    pscom_reactor_busy_fd(1);
     return pre;
 }
 
@@ -149,6 +153,7 @@ void pscom_precon_destroy(precon_t *pre)
     if (pre->plugin && pre->con && pre->plugin->con_abort)
         pre->plugin->con_abort(pre->con);
     list_del(&pre->link);
+    pscom_reactor_busy_fd(-1);
     if (pre->fd >= 0) {
         pscom_ufd_del(&pre->ufd);
         close(pre->fd);

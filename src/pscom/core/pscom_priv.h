@@ -275,6 +275,7 @@ extern pscom_global_t pscom_global;
 typedef struct pscom_config {
     int debug, debug_contype, debug_stats, debug_param, sigquit, sched_yield;
     int oversubscribed; /* pscom_set_oversubscribed, not an environment row */
+    int node_processes; /* pscom_set_node_processes; 0: not known */
     const char *debug_out, *network, *plugindir;
     pscom_env_size_opt_t rendezvous; /* PSP_RENDEZVOUS; not set: the transports' own */
     size_t unexpected_max;           /* PSP_UNEXPECTED_MAX (pscom_fc.c) */

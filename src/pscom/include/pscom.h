@@ -29,9 +29,9 @@ extern "C" {
 /* API version: major << 8 | minor. pscom_init() refuses a different major or a newer minor. */
 #define PSCOM_VERSION_MAJOR 1
 #define PSCOM_VERSION_MINOR                                                                        \
-    8 /* 8: device rendezvous (pscom_post_send_gpu, pscom_post_recv_gpu); 7: device memory         \
-         (pscom_is_gpu_mem, pscom_gpu_memcpy, host buffers); 6:                                    \
-         pscom_socket_seal, keys in endpoint strings; 5: pscom_listen_addr,                        \
+    9 /* 9: pscom_set_node_processes; 8: device rendezvous (pscom_post_send_gpu,                   \
+         pscom_post_recv_gpu); 7: device memory (pscom_is_gpu_mem, pscom_gpu_memcpy, host                                                         \
+         buffers); 6: pscom_socket_seal, keys in endpoint strings; 5: pscom_listen_addr,                                \
          pscom_socket_set_service, pscom_socket_serve; 4:                                          \
          PSCOM_ENV_SIZE_OPT, pscom_env_get; 3: PSCOM_TAG_DONE_INLINE; 2: tag matching in the       \
          transport; 1: pscom_set_oversubscribed */
@@ -136,6 +136,10 @@ void pscom_set_debug(int level);
    eager up to 128 KiB instead of single-copy rendezvous from 8 KiB). A threshold the user set
    (PSP_RENDEZVOUS, PSP_<NAME>_RENDEZVOUS) still wins. Affects connections made afterwards. */
 void pscom_set_oversubscribed(int oversubscribed);
+/* This node runs n processes of the caller's job (e.g. from its launcher): transports size what
+   each connection holds by it (shm: fewer ring slots where a process may open hundreds of shm
+   connections). Affects connections made afterwards; 0: not known. */
+void pscom_set_node_processes(int n);
 /* Readable text for an error code. */
 const char *pscom_err_str(pscom_err_t err);
 /* Dump sockets, connections, pending requests and counters (what PSP_SIGQUIT prints). */
