@@ -267,6 +267,7 @@ PSCOM_API int pscom_env_get(const char *name, char *buf, size_t len)
 PSCOM_API void pscom_env_print(FILE *out, int with_help)
 {
     pscom_lock();
+    pscom_plugins_activate_all(); /* a deferred plugin's rows exist once it is loaded */
     for (int t = 0; t < n_tables; t++) {
         if (t == 0 || strcmp(tables[t].group, tables[t - 1].group))
             fprintf(out, "# %s\n", tables[t].group);

@@ -54,8 +54,9 @@ static const pscom_env_row_t core_env[] = {
      "after the first 20 us each poll yields the CPU to other runnable processes.",
      PSCOM_ENV_UINT, &pscom_config.spin_us, 0, 0},
     {"PSP_FD_POLL_US", "50",
-     "While busy polling, look at listen, doorbell and handshake sockets at most this often "
-     "(microseconds; each look is a system call). Sockets that carry data are polled always.",
+     "While busy polling, look at listen and doorbell sockets at most this often "
+     "(microseconds; each look is a system call). Sockets that carry data or a handshake in "
+     "progress are polled always.",
      PSCOM_ENV_UINT, &pscom_config.fd_poll_us, 0, 1000000},
     {"PSP_POLL_PAUSE", "2",
      "Pause instructions after a poll that found nothing (x86 pause, arm yield), once "

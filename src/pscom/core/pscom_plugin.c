@@ -345,7 +345,7 @@ void pscom_plugins_init(void)
 }
 
 /* every deferred transport now (pscom_info: real status, all configuration rows) */
-static void activate_all(void)
+void pscom_plugins_activate_all(void)
 {
     for (int i = 0; i < n_slots; i++)
         if (slots[i].deferred && slots[i].available)
@@ -473,7 +473,7 @@ int pscom_plugin_rendezvous_user_set(const pscom_plugin_t *plugin)
 PSCOM_API int pscom_plugin_info(int index, pscom_plugin_info_t *info)
 {
     pscom_lock();
-    activate_all();
+    pscom_plugins_activate_all();
     /* usable ones in selection order first, then the rest */
     int idx = -1, k = 0;
     for (int i = 0; i < n_order; i++)

@@ -343,6 +343,7 @@ void pscom_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), nore
 /* pscom_plugin.c */
 void pscom_plugins_init(void);
 void pscom_plugins_destroy(void);
+void pscom_plugins_activate_all(void); /* load the deferred ones: their status and rows */
 int pscom_plugin_count(void);
 const pscom_plugin_t *pscom_plugin_get(int index); /* usable plugins in selection order */
 size_t pscom_plugin_rendezvous(const pscom_plugin_t *plugin);

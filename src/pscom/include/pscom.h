@@ -30,8 +30,8 @@ extern "C" {
 #define PSCOM_VERSION_MAJOR 1
 #define PSCOM_VERSION_MINOR                                                                        \
     9 /* 9: pscom_set_node_processes; 8: device rendezvous (pscom_post_send_gpu,                   \
-         pscom_post_recv_gpu); 7: device memory (pscom_is_gpu_mem, pscom_gpu_memcpy, host                                                         \
-         buffers); 6: pscom_socket_seal, keys in endpoint strings; 5: pscom_listen_addr,                                \
+         pscom_post_recv_gpu); 7: device memory (pscom_is_gpu_mem, pscom_gpu_memcpy, host          \
+         buffers); 6: pscom_socket_seal, keys in endpoint strings; 5: pscom_listen_addr,           \
          pscom_socket_set_service, pscom_socket_serve; 4:                                          \
          PSCOM_ENV_SIZE_OPT, pscom_env_get; 3: PSCOM_TAG_DONE_INLINE; 2: tag matching in the       \
          transport; 1: pscom_set_oversubscribed */
@@ -507,7 +507,8 @@ typedef struct pscom_env_row {
 /* Register a table (terminated by a row with name NULL) under a group name and parse it now.
    The table must stay valid for the life of the process. */
 void pscom_env_register(const char *group, const pscom_env_row_t *table);
-/* Print all registered variables; with_help adds the help text. (pscom_info -c [-d]) */
+/* Print all registered variables, those of transports not loaded yet included (it loads them);
+   with_help adds the help text. (pscom_info -c [-d]) */
 void pscom_env_print(FILE *out, int with_help);
 /* The value of a registered variable as pscom_env_print shows it (a boolean as 0 or 1), for
    a layer above that needs another layer's setting: 0, or -1 when no table has it. */
