@@ -446,8 +446,8 @@ static unsigned ring_slots(void)
     int peers = pscom_node_processes() - 1;
     if (cfg.nslots_set || peers <= SHM_FULL_RING_PEERS)
         return cfg.nslots;
-    unsigned n = cfg.nslots * SHM_FULL_RING_PEERS / (unsigned)peers;
-    return n > SHM_MIN_SLOTS ? n : cfg.nslots < SHM_MIN_SLOTS ? cfg.nslots : SHM_MIN_SLOTS;
+    unsigned n = cfg.nslots * SHM_FULL_RING_PEERS / (unsigned)peers; /* cfg.nslots: the default */
+    return n > SHM_MIN_SLOTS ? n : SHM_MIN_SLOTS;
 }
 
 static int shm_offer(pscom_con_t *con, void *blob, size_t *len)
