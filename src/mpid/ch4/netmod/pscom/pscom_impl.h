@@ -126,6 +126,8 @@ typedef struct {
     int world_done;       /* init_world ran: av table 0 holds our entries (sessions may skip it) */
     int yield_idle;       /* sched_yield() after a progress poll that found nothing */
     int coll_block_polls; /* idle polls in a Bcast's wait before it sleeps; -1 never */
+    int nap_polls;        /* idle polls in a row after which one naps instead; -1 never */
+    int idle_polls;       /* progress polls in a row that found nothing */
     /* connections the peer closed, to be closed on our side too (MPIDI_PSCOM_reap_closed) */
     pscom_connection_t **closed;
     int n_closed;
@@ -219,6 +221,7 @@ void MPIDI_PSCOM_check_lost(
 extern unsigned MPIDI_PSCOM_lost_peer_abort_s;
 void MPIDI_PSCOM_complete_broken(MPIR_Request *req);
 void MPIDI_PSCOM_release_held(void);
+void MPIDI_PSCOM_nap(void); /* PSP_MPI_NAP: an idle rank of a crowded node sleeps a little */
 
 /* The connection to the process of av entry; made again if the peer had closed the old one. */
 MPL_STATIC_INLINE_PREFIX pscom_connection_t *MPIDI_PSCOM_av_con(MPIDI_av_entry_t *av)

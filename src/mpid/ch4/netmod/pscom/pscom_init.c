@@ -9,13 +9,14 @@
 #include "pscom_spawn.h"
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EP_KEY_FMT "pscom-ep-%d"
 
 /* Our PSP_* settings: rows in pscom's configuration table, so pscom_info -c and
  * PSP_DEBUG_PARAM show them with pscom's own. */
-static int sched_yield_cfg = -1, coll_block_cfg = -2;
+static int sched_yield_cfg = -1, coll_block_cfg = -2, nap_cfg = -2;
 static int direct_connect_cfg;
 unsigned MPIDI_PSCOM_lost_peer_abort_s = 10;
 /* read through pscom_env_get by the PSNAM windows (pscom_psnam_*.c) */
@@ -37,6 +38,12 @@ static const pscom_env_row_t env_rows[] = {
      "runs more ranks than the job may use CPUs here, else never). Not with "
      "MPI_THREAD_MULTIPLE.",
      PSCOM_ENV_INT, &coll_block_cfg, -2, 1 << 20},
+    {"PSP_MPI_NAP", "-2",
+     "MPI: where idle polls yield (PSP_MPI_SCHED_YIELD), after this many in a row each one "
+     "sleeps for the kernel's timer slack (about 50 us) instead (-1 never; -2: 16 when this "
+     "node runs at least 32 ranks per CPU the job may use here, else never). Not with "
+     "MPI_THREAD_MULTIPLE.",
+     PSCOM_ENV_INT, &nap_cfg, -2, 1 << 20},
     {"PSP_MPI_LOST_PEER_ABORT", "10",
      "MPI: seconds after a connection to a peer broke (not an orderly close) until this process "
      "aborts the job, naming the connection, if the launcher has not ended it by then (a lost "
@@ -93,15 +100,29 @@ static int cpus_allowed(pid_t pid)
     return sched_getaffinity(pid, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
 }
 
-/* More processes on this node than CPUs for them. A launcher that binds each rank to its own
+/* The CPUs of this job on this node (0: unknown). A launcher that binds each rank to its own
    CPUs (mpiexec -bind-to core, srun --cpu-bind) keeps the job's CPUs itself: so the larger of
    our own mask and our parent's (hydra's proxy, slurmstepd), not ours alone, which would call
    every bound job oversubscribed. */
-static int oversubscribed(void)
+static int job_cpus(void)
 {
     int own = cpus_allowed(0), launcher = cpus_allowed(getppid());
-    int cpus = own > launcher ? own : launcher;
-    return cpus > 0 && node_processes() > cpus;
+    return own > launcher ? own : launcher;
+}
+
+/* PSP_MPI_NAP=-2: from this many ranks per CPU. Collectives of 8 B, ranks on 2 CPUs, yield ->
+   nap after 16 idle polls: 32 ranks Barrier 292 -> 414-529 us (worse), 64 ranks 1.3-1.9 ->
+   1.4 ms, 128 ranks 9.2-11.0 -> 2.9-3.4 ms, 256 ranks 29 -> 9.4 ms; Alltoall 256 ranks 37-43
+   -> 16-20 ms. With 8 ranks every nap added to the latency (Barrier 23 -> 26-140 us). */
+#define NAP_RANKS_PER_CPU 32
+#define NAP_AFTER_POLLS   16
+
+void MPIDI_PSCOM_nap(void)
+{
+    /* 1 ns: the kernel's timer slack decides; longer would only keep a rank away whose
+       message may have come meanwhile */
+    struct timespec ts = {0, 1};
+    nanosleep(&ts, NULL);
 }
 
 int MPIDI_PSCOM_init_local(int *tag_bits)
@@ -121,15 +142,20 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
 
     pscom_env_register("mpi", env_rows);
     MPIDI_PSCOM_global.cuda = pscom_is_cuda_enabled(); /* pscom_gpu.h */
-    int over = oversubscribed();
-    pscom_set_oversubscribed(over);             /* before any connection: shm's protocol choice */
-    pscom_set_node_processes(node_processes()); /* and its ring size */
+    int cpus = job_cpus(), nprocs = node_processes();
+    int over = cpus > 0 && nprocs > cpus;
+    pscom_set_oversubscribed(over);   /* before any connection: shm's protocol choice */
+    pscom_set_node_processes(nprocs); /* and its ring size */
     MPIDI_PSCOM_global.yield_idle = sched_yield_cfg < 0 ? over : sched_yield_cfg;
     /* a sleeping rank would hold MPICH's global lock, which other threads may need */
     MPIDI_PSCOM_global.coll_block_polls = MPIR_ThreadInfo.thread_provided == MPI_THREAD_MULTIPLE
                                               ? -1
                                           : coll_block_cfg == -2 ? (over ? 64 : -1)
                                                                  : coll_block_cfg;
+    MPIDI_PSCOM_global.nap_polls =
+        MPIR_ThreadInfo.thread_provided == MPI_THREAD_MULTIPLE ? -1
+        : nap_cfg == -2 ? (cpus > 0 && nprocs >= NAP_RANKS_PER_CPU * cpus ? NAP_AFTER_POLLS : -1)
+                        : nap_cfg;
     mpi_errno = MPIDI_PSCOM_msa_init(); /* PSP_MSA_*: a bad value fails MPI_Init */
     MPIR_ERR_CHECK(mpi_errno);
 

@@ -1,7 +1,10 @@
 /*
  * Progress: poll pscom once, then finish what completed (see pscom_queue.c). ch4 polls in a
  * loop; with more ranks than CPUs that starves the rank everybody waits for, so an idle poll
- * yields the CPU then (PSP_MPI_SCHED_YIELD, pscom_init.c).
+ * yields the CPU then (PSP_MPI_SCHED_YIELD, pscom_init.c). With many ranks per CPU, a yield
+ * hands the CPU mostly to other waiters, which are all runnable and, having used little CPU,
+ * are the scheduler's first picks: there a rank that keeps finding nothing naps instead
+ * (PSP_MPI_NAP), off the run queue for the kernel's timer slack (50 us by default).
  */
 #ifndef PSCOM_PROGRESS_H_INCLUDED
 #define PSCOM_PROGRESS_H_INCLUDED
@@ -22,8 +25,15 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
         MPIDI_PSCOM_check_lost();
     if (unlikely(MPIDI_PSCOM_global.n_held))
         MPIDI_PSCOM_release_held();
-    if (!events && MPIDI_PSCOM_global.yield_idle)
-        sched_yield();
+    if (events) {
+        MPIDI_PSCOM_global.idle_polls = 0;
+    } else if (MPIDI_PSCOM_global.yield_idle) {
+        if (MPIDI_PSCOM_global.nap_polls >= 0 &&
+            ++MPIDI_PSCOM_global.idle_polls > MPIDI_PSCOM_global.nap_polls)
+            MPIDI_PSCOM_nap();
+        else
+            sched_yield();
+    }
     return MPI_SUCCESS;
 }
 
