@@ -1,12 +1,13 @@
 #!/bin/sh
 # Oversubscribed nodes: with more ranks on a node than CPUs the netmod tells pscom so
-# (pscom_set_oversubscribed), and shm sends messages below 128 KiB eager instead of by
+# (pscom_set_oversubscribed), and shm sends messages below 32 KiB eager instead of by
 # rendezvous from 8 KiB (a rendezvous waits for the peer to be scheduled). eager.c exchanges
 # 16, 64 and 256 KiB between two ranks; PSP_DEBUG_STATS says how many each rank sent by
 # rendezvous. With a CPU per rank (also when mpiexec binds each rank to a core of its own) that
 # is those from the threshold shm chose (8 KiB, or 64 KiB where a single-copy call is slow to
 # start, which PSP_DEBUG=2 reports): 3 or 2; 3 when the user sets PSP_SHM_RENDEZVOUS=8k. With
-# both ranks on one CPU (taskset): 1 (256 KiB), 3 again when the user sets PSP_SHM_RENDEZVOUS.
+# both ranks on one CPU (taskset): 2 (64 and 256 KiB), 3 again when the user sets
+# PSP_SHM_RENDEZVOUS=8k.
 . "$(dirname "$0")/mpitest.sh"
 mpitest_build eager || mpitest_done
 
@@ -43,7 +44,7 @@ chmod +x "$MPITEST_TMP/mpiexec1"
 all_cpus=$MPIEXEC
 MPIEXEC=$MPITEST_TMP/mpiexec1
 PSP_DEBUG_STATS=1 mpitest_job one_cpu 2 "$MPITEST_TMP/eager"
-expect_rndv "np=2 one CPU" 1 "oversubscribed: only 256 KiB by rendezvous"
+expect_rndv "np=2 one CPU" 2 "oversubscribed: 64 and 256 KiB by rendezvous"
 PSP_DEBUG_STATS=1 PSP_SHM_RENDEZVOUS=8k mpitest_job one_cpu_user 2 "$MPITEST_TMP/eager"
 expect_rndv "np=2 one CPU" 3 "PSP_SHM_RENDEZVOUS=8k set by the user wins"
 MPIEXEC=$all_cpus

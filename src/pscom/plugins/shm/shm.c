@@ -84,15 +84,18 @@ static const uint64_t cma_probe = 0x65626f7270616d63ull;
 /* Rendezvous threshold: from 8 KiB single copy beats the ring where process_vm_readv is cheap
    (16 KiB ping-pong 2.31 -> 1.39 us; 4 KiB was slower). Where one call costs SHM_CMA_SLOW_NS or
    more (some virtual machines: 2.2 us even for 64 bytes) the ring is faster up to 32 KiB, and
-   without single copy a rendezvous only adds a round trip: from SHM_RNDV_SLOW_CMA then. On a
-   node with more processes than CPUs a rendezvous send waits for the receiver and then the
-   sender to be scheduled, an eager one does not (16-64 KiB collectives of 4 and 8 ranks on 2
-   CPUs took half the time eager): from 128 KiB there. */
+   without single copy a rendezvous only adds a round trip: from SHM_RNDV_NOCMA then. On a node
+   with more processes than CPUs a rendezvous send waits for the receiver to be scheduled, but
+   the CPUs' time is what is short there, and single copy halves the copying: from 32 KiB
+   (4 and 8 ranks on 2 CPUs, eager up to 128 KiB -> rendezvous, 64 KiB: Alltoall 125-218 ->
+   58-97 us and 742-841 -> 439-474 us, Bcast 4 ranks 69-143 -> 23-29 us, Allgather 8 ranks
+   583-707 -> 412-472 us. At 16 KiB Alltoall and Allgather gained as much, Bcast of 8 ranks
+   and Allreduce lost 15-50 %: those stay eager). */
 #define SHM_RNDV          8192
 #define SHM_RNDV_SLOW_CMA 65536
 #define SHM_CMA_SLOW_NS   1000
 #define SHM_RNDV_NOCMA    65536
-#define SHM_RNDV_OVERSUB  (128 * 1024)
+#define SHM_RNDV_OVERSUB  32768
 
 static list_head_t active = LIST_HEAD_INIT(active); /* started connections */
 static int n_active;
@@ -579,15 +582,14 @@ static uint64_t cma_call_ns(void)
 }
 
 /* The connection's rendezvous threshold where the user set none: SHM_RNDV (the plugin's
-   default), SHM_RNDV_SLOW_CMA where single copy is slow to start, SHM_RNDV_NOCMA without it,
-   SHM_RNDV_OVERSUB on an oversubscribed node. */
+   default), SHM_RNDV_NOCMA without single copy, SHM_RNDV_OVERSUB on an oversubscribed node,
+   SHM_RNDV_SLOW_CMA where single copy is slow to start. */
 static void set_rendezvous(shm_con_t *sc)
 {
-    int cma = cma_works(sc);
-    if (pscom_node_oversubscribed())
-        pscom_con_default_rendezvous(sc->con, SHM_RNDV_OVERSUB);
-    else if (!cma)
+    if (!cma_works(sc))
         pscom_con_default_rendezvous(sc->con, SHM_RNDV_NOCMA);
+    else if (pscom_node_oversubscribed())
+        pscom_con_default_rendezvous(sc->con, SHM_RNDV_OVERSUB);
     else if (cma_call_ns() >= SHM_CMA_SLOW_NS)
         pscom_con_default_rendezvous(sc->con, SHM_RNDV_SLOW_CMA);
 }
