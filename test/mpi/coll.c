@@ -680,7 +680,7 @@ static int test_allgather_two(void)
 }
 
 /* Barrier and Bcast on every communicator size 1..world, Bcast from every root around the
-   netmod's small-message limit (12 KiB), and a Bcast whose counts differ between the ranks:
+   netmod's small-message limits (12 KiB; 32 KiB on an oversubscribed node), and a Bcast whose counts differ between the ranks:
    every non-root must report it (MPI_ERRORS_RETURN), nobody may hang. */
 static int bcast_mismatch(MPI_Comm c, int rank, int root_count, int other_count)
 {
@@ -692,7 +692,7 @@ static int test_small_sizes(void)
 {
     int wsize, ok = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-    int *buf = malloc(3100 * sizeof(int));
+    int *buf = malloc(8200 * sizeof(int));
     for (int n = 1; n <= wsize; n++) {
         int rank;
         MPI_Comm c = first_ranks(n, &rank);
@@ -710,7 +710,7 @@ static int test_small_sizes(void)
         double left = now();
         MPI_Bcast(&entered, 1, MPI_DOUBLE, n - 1, c);
         ok &= left >= entered;
-        static const int counts[] = {0, 1, 3, 3071, 3072, 3073};
+        static const int counts[] = {0, 1, 3, 3071, 3072, 3073, 8191, 8192, 8193};
         for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
             for (int root = 0; root < n; root++) {
                 for (int i = 0; i < counts[k]; i++)
@@ -737,6 +737,22 @@ static int test_small_sizes(void)
                 int k = odd ? (i % 8 < 6 ? i - (i / 8) * 2 : -1) : (i < 12 ? i : -1);
                 ok &= v[i] == (k < 0 ? -1 : val(root, k));
             }
+        }
+        MPI_Type_free(&vec);
+        /* the same beyond 12 KiB: 6000 ints, 2 x 3000 of stride 3008 on odd ranks (a packed
+           copy larger than the netmod's stack buffer) */
+        MPI_Type_vector(2, 3000, 3008, MPI_INT, &vec);
+        MPI_Type_commit(&vec);
+        for (int root = 0; root < n; root++) {
+            int odd = rank & 1;
+            for (int i = 0; i < 6016; i++)
+                buf[i] = -1;
+            for (int i = 0; i < 6000 && rank == root; i++)
+                buf[odd ? i + (i / 3000) * 8 : i] = val(root, i);
+            MPI_Bcast(buf, odd ? 1 : 6000, odd ? vec : MPI_INT, root, c);
+            for (int i = 0; i < 6000; i++)
+                ok &= buf[odd ? i + (i / 3000) * 8 : i] == val(root, i);
+            ok &= buf[odd ? 6008 : 6000] == -1;
         }
         MPI_Type_free(&vec);
         if (n > 1) {
