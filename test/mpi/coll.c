@@ -680,7 +680,8 @@ static int test_allgather_two(void)
 }
 
 /* Barrier and Bcast on every communicator size 1..world, Bcast from every root around the
-   netmod's small-message limits (12 KiB; 32 KiB on an oversubscribed node), and a Bcast whose counts differ between the ranks:
+   netmod's small-message limit (12 KiB) and the shm rendezvous sizes (32 KiB on an
+   oversubscribed node), and a Bcast whose counts differ between the ranks:
    every non-root must report it (MPI_ERRORS_RETURN), nobody may hang. */
 static int bcast_mismatch(MPI_Comm c, int rank, int root_count, int other_count)
 {
@@ -739,8 +740,8 @@ static int test_small_sizes(void)
             }
         }
         MPI_Type_free(&vec);
-        /* the same beyond 12 KiB: 6000 ints, 2 x 3000 of stride 3008 on odd ranks (a packed
-           copy larger than the netmod's stack buffer) */
+        /* the same beyond 12 KiB: 6000 ints, 2 x 3000 of stride 3008 on odd ranks (MPICH's
+           algorithms, the layouts differing between the ranks) */
         MPI_Type_vector(2, 3000, 3008, MPI_INT, &vec);
         MPI_Type_commit(&vec);
         for (int root = 0; root < n; root++) {

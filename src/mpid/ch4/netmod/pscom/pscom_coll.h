@@ -106,16 +106,12 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_allgather_pair_ok(MPIR_Comm *comm)
    MPICH's node-aware ones gain nothing: a communicator within one node, or a small one. The
    test gives the same answer on every rank of comm, as it must. */
 #define MPIDI_PSCOM_FLAT_COLL_MAX_RANKS 8
-MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_one_node(MPIR_Comm *comm)
-{
-    return comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__NODE ||
-           (comm->node_comm && comm->node_comm->local_size == comm->local_size);
-}
-
 MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_flat_coll_ok(MPIR_Comm *comm)
 {
     return comm->comm_kind == MPIR_COMM_KIND__INTRACOMM && !MPIDI_PSCOM_msa.coll_hooks &&
-           (comm->local_size <= MPIDI_PSCOM_FLAT_COLL_MAX_RANKS || MPIDI_PSCOM_one_node(comm));
+           (comm->local_size <= MPIDI_PSCOM_FLAT_COLL_MAX_RANKS ||
+            comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__NODE ||
+            (comm->node_comm && comm->node_comm->local_size == comm->local_size));
 }
 
 int MPIDI_PSCOM_barrier_small(MPIR_Comm *comm, MPIR_Errflag_t *errflag);
@@ -147,14 +143,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_alltoall_small_ok(MPI_Aint recvcount,
            MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM == MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM_auto;
 }
 
-/* MPICH's binomial Bcast goes up to 12 KiB (MPIR_CVAR_BCAST_SHORT_MSG_SIZE); so does ours. On
-   an oversubscribed node (alike for every rank of a communicator within it) up to
-   MPIDI_PSCOM_BCAST_OVERSUB_MAX: MPICH's scatter and allgather there take twice as many steps,
-   each waiting for a partner to be scheduled (8 ranks on 2 CPUs: 16 KiB 58-60 -> 28-34 us, 32
-   KiB 88-93 -> 44-56 us; 4 ranks level). From 64 KiB the tree's rendezvous sends, each waiting
-   for its child to be scheduled, made 4 ranks slower and 8 ranks now faster, now slower. */
-#define MPIDI_PSCOM_BCAST_SMALL_MAX   12288
-#define MPIDI_PSCOM_BCAST_OVERSUB_MAX 32768
+/* MPICH's binomial Bcast goes up to 12 KiB (MPIR_CVAR_BCAST_SHORT_MSG_SIZE); so does ours */
+#define MPIDI_PSCOM_BCAST_SMALL_MAX 12288
 int MPIDI_PSCOM_bcast_small(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
                             MPIR_Comm *comm, MPIR_Errflag_t *errflag);
 
@@ -167,10 +157,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_bcast_small_ok(void *buffer, MPI_Aint c
     /* the size only: datatypes may differ between ranks as long as their signatures match */
     MPI_Aint type_size;
     MPIR_Datatype_get_size_macro(datatype, type_size);
-    MPI_Aint max = MPIDI_PSCOM_global.oversubscribed && MPIDI_PSCOM_one_node(comm)
-                       ? MPIDI_PSCOM_BCAST_OVERSUB_MAX
-                       : MPIDI_PSCOM_BCAST_SMALL_MAX;
-    return count >= 0 && (type_size == 0 || count <= max / type_size) &&
+    return count >= 0 && (type_size == 0 || count <= MPIDI_PSCOM_BCAST_SMALL_MAX / type_size) &&
            MPIR_CVAR_BCAST_INTRA_ALGORITHM == MPIR_CVAR_BCAST_INTRA_ALGORITHM_auto &&
            MPIDI_PSCOM_flat_coll_ok(comm);
 }

@@ -496,21 +496,11 @@ int MPIDI_PSCOM_bcast_small(void *buffer, MPI_Aint count, MPI_Datatype datatype,
     _Alignas(16) unsigned char packed_small[MPIDI_PSCOM_BCAST_SMALL_MAX];
     int dev = MPIDI_PSCOM_IS_DEV_PTR(buffer), staged = !dt_contig || dev;
     /* device memory is staged in page-locked memory, which the driver copies directly */
-    unsigned char *packed = dev || (staged && len > (MPI_Aint)sizeof(packed_small))
-                                ? MPIDI_PSCOM_stage_alloc(len)
-                                : packed_small;
-    if (!packed) {
+    unsigned char *packed = dev ? MPIDI_PSCOM_stage_alloc(len) : packed_small;
+    if (!packed)
         packed = packed_small;
-        if (staged && len > (MPI_Aint)sizeof(packed_small)) {
-            /* the tree still runs, with a short message that every rank reports */
-            mpi_errno = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                             MPI_ERR_OTHER, "**nomem", NULL);
-            *errflag = MPIR_ERR_OTHER;
-            len = sizeof(packed_small);
-        }
-    }
     void *data = staged ? (void *)packed : MPIR_get_contig_ptr(buffer, true_lb);
-    if (staged && rank == root && !mpi_errno) {
+    if (staged && rank == root) {
         err = MPIR_Typerep_pack(buffer, count, datatype, 0, packed, len, &n);
         if (err) {
             mpi_errno = err; /* the tree still runs: nobody may wait for us forever */

@@ -125,7 +125,6 @@ typedef struct {
     int finalizing;
     int world_done;       /* init_world ran: av table 0 holds our entries (sessions may skip it) */
     int yield_idle;       /* sched_yield() after a progress poll that found nothing */
-    int oversubscribed;   /* more processes of the job on this node than CPUs for them */
     int coll_block_polls; /* idle polls in a Bcast's wait before it sleeps; -1 never */
     int nap_polls;        /* idle polls in a row after which one naps instead; -1 never */
     int idle_polls;       /* progress polls in a row that found nothing */

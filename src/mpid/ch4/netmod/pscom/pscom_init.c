@@ -146,7 +146,6 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
     int over = cpus > 0 && nprocs > cpus;
     pscom_set_oversubscribed(over);   /* before any connection: shm's protocol choice */
     pscom_set_node_processes(nprocs); /* and its ring size */
-    MPIDI_PSCOM_global.oversubscribed = over;
     MPIDI_PSCOM_global.yield_idle = sched_yield_cfg < 0 ? over : sched_yield_cfg;
     /* a sleeping rank would hold MPICH's global lock, which other threads may need */
     MPIDI_PSCOM_global.coll_block_polls = MPIR_ThreadInfo.thread_provided == MPI_THREAD_MULTIPLE
