@@ -273,7 +273,7 @@ static void test_large(void)
 }
 
 /* message sizes of every protocol class: 0..3 B and every power of two -1/0/+1 up to 4 MiB+1
- * (shm slot 8 KiB, shm rendezvous 64 KiB, shm ring 128 KiB, ...) */
+ * (shm ring record 8 KiB, shm rendezvous 64 KiB, shm ring 128 KiB, ...) */
 enum { MAXMSG = (4 << 20) + 1, GUARD = 16, SENT = 0xee };
 
 static int msg_sizes(int *sz)

@@ -697,7 +697,7 @@ void pscom_read_feed(pscom_con_t *con, const void *buf, size_t len)
     const char *p = buf;
     recv_state_t *rs = &con->rs;
     _Alignas(16) unsigned char copy[HDR_SIZE + FEED_COPY_XHEADER];
-    /* the common case first: exactly one whole user message (a shm ring slot, a UCX short
+    /* the common case first: exactly one whole user message (a shm ring record, a UCX short
        message), its header read in place or, where the transport hands it over unaligned,
        from an aligned copy. Anything else, or anything odd, takes the general parser below. */
     pscom_header_net_t *h1 = NULL; /* not a whole message: the loop starts with this header */

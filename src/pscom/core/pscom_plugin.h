@@ -46,7 +46,7 @@ static inline uint64_t pscom_now_ns(void)
 
 /* memcpy of message data. glibc copies from ~2-4 KiB up to the L2 size (on AMD) with `rep
    movsb`, which AMD EPYC runs 10-30x slower when source and destination are not aligned alike
-   (4 KiB 1.5 us instead of 60 ns), and message data sits at any offset in shm slots, UCX's
+   (4 KiB 1.5 us instead of 60 ns), and message data sits at any 8-byte offset in shm rings, UCX's
    buffers and user buffers. Pieces of 2 KiB take glibc's vector loop instead, as fast as its
    best case; from 1 MiB on glibc copies without `rep movsb`. */
 #define PSCOM_COPY_PIECE      2048

@@ -137,7 +137,7 @@ void pscom_set_debug(int level);
    (PSP_RENDEZVOUS, PSP_<NAME>_RENDEZVOUS) still wins. Affects connections made afterwards. */
 void pscom_set_oversubscribed(int oversubscribed);
 /* This node runs n processes of the caller's job (e.g. from its launcher): transports size what
-   each connection holds by it (shm: fewer ring slots where a process may open hundreds of shm
+   each connection holds by it (shm: smaller rings where a process may open hundreds of shm
    connections). Affects connections made afterwards; 0: not known. */
 void pscom_set_node_processes(int n);
 /* Readable text for an error code. */

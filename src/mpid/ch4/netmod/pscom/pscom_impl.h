@@ -64,7 +64,7 @@ typedef struct {
 #define MPIDI_PSCOM_TAGGED_XHDR_LEN offsetof(MPIDI_PSCOM_tagged_xhdr_t, unused) /* plain */
 _Static_assert(sizeof(MPIR_Context_id_t) == 2, "context ids travel in 16 bits");
 
-/* Sends of at most this many bytes first try pscom_send_now (a default shm ring slot holds
+/* Sends of at most this many bytes first try pscom_send_now (a default shm ring record holds
    8 KiB with the headers; the transport decides, this only spares larger ones the try) */
 #define MPIDI_PSCOM_SEND_NOW_MAX 8192
 

@@ -28,7 +28,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_isend_pscom(const void *buf, MPI_Aint c
     int staged = !dt_contig || MPIDI_PSCOM_IS_DEV(buf, dt_true_lb, data_sz);
 
     /* small contiguous message, no request of the caller's: if the transport takes it at once
-       (shm ring slot, UCX short message), no pscom request and a pre-completed MPI one */
+       (room in the shm ring, UCX short message), no pscom request and a pre-completed MPI one */
     if (!staged && !is_sync && !req && con && data_sz <= MPIDI_PSCOM_SEND_NOW_MAX) {
         MPIDI_PSCOM_tagged_xhdr_t now = MPIDI_PSCOM_tagged_xhdr(comm, context_offset, tag);
         if (pscom_send_now(con, &now, MPIDI_PSCOM_TAGGED_XHDR_LEN,
