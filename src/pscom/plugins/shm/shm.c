@@ -66,14 +66,12 @@ struct shm_con {
     pscom_con_t *con;
     shm_arena_t *arena; /* holds our pair */
     shm_ring_t *out, *in;
-    uint64_t wpos, rpos;  /* bytes written to out / read from in, in all */
-    uint32_t woff, roff;  /* the same as offsets into the rings */
-    uint32_t wseq, rseq;  /* messages written to out / read from in (their numbers) */
-    uint64_t seen;        /* out->consumed as last read: bytes up to seen + ring_bytes free */
-    uint64_t zfrom, zpos; /* bytes [zfrom, zpos) of out are zero (zero_ahead) */
-    uint64_t zhint;       /* and the header there (0: none) */
-    uint32_t last_size;   /* bytes of the last record written */
-    int reading;          /* nesting of shm_read: only the outermost publishes rpos */
+    uint64_t wpos, rpos; /* bytes written to out / read from in, in all */
+    uint32_t woff, roff; /* the same as offsets into the rings */
+    uint32_t wseq, rseq; /* messages written to out / read from in (their numbers) */
+    uint64_t seen;       /* out->consumed as last read: bytes up to seen + ring_bytes free */
+    uint64_t zhint;      /* where zero_ahead wrote a zero header (0: nowhere yet) */
+    int reading;         /* nesting of shm_read: only the outermost publishes rpos */
     uint32_t ring_bytes, payload;
     uint32_t pf_lines;   /* lines after the first that the next message likely fills */
     uint64_t peer_probe; /* the peer's cma_probe */
@@ -169,49 +167,21 @@ static inline shm_rec_t *out_rec(shm_con_t *sc, uint32_t len)
     return shm_ring_rec(sc->out, sc->woff);
 }
 
-/* Zero, after a publish, where the zero header behind the next record will go if it is as long
-   as this one: it is then there already. Written on the way to the publish, in a line of its
-   own, it makes the publish wait for that line to come from the consumer's cache (0 B
-   ping-pong 0.28 -> 0.44 us, 256 B 0.44 -> 0.60 us). Records of a line get whole lines zeroed,
-   ZERO_LINES ahead: in a stream many short ones of other lengths follow, packed. Of longer
-   records only that one header: zeroing the lines of the next 1 KiB record as well made a
-   1 KiB ping-pong 7 % slower than before the rings were packed, 2 KiB 18 % (level now). Only
-   room the consumer is done with. */
-#define ZERO_LINES     256
-#define ZERO_LINES_MAX 64
-static void zero_ahead(shm_con_t *sc)
+/* After a publish to a peer that waits (the record ends a line), zero where the header behind
+   a next record of the same length goes: it is then there already. Written on the way to that
+   record's publish, in a line of its own, it makes the publish wait for that line to come from
+   the consumer's cache (0 B ping-pong 0.28 -> 0.44 us, 256 B 0.44 -> 0.60 us). In a stream the
+   header behind a record mostly shares the record's last line. Only room the consumer is done
+   with. */
+static void zero_ahead(shm_con_t *sc, uint32_t size)
 {
-    uint64_t room = sc->seen + sc->ring_bytes;
-    if (sc->last_size > ZERO_LINES_MAX) {
-        uint64_t at = sc->wpos + sc->last_size;
-        uint32_t off = sc->woff + sc->last_size;
-        if (off + sizeof(shm_rec_t) <= sc->ring_bytes && at + sizeof(shm_rec_t) <= room) {
-            atomic_store_explicit(&shm_ring_rec(sc->out, off)->word, 0, memory_order_relaxed);
-            sc->zhint = at;
-        }
-        return;
+    uint64_t at = sc->wpos + size;
+    uint32_t off = sc->woff + size;
+    if (off + sizeof(shm_rec_t) <= sc->ring_bytes &&
+        at + sizeof(shm_rec_t) <= sc->seen + sc->ring_bytes) {
+        atomic_store_explicit(&shm_ring_rec(sc->out, off)->word, 0, memory_order_relaxed);
+        sc->zhint = at;
     }
-    uint64_t line = (sc->wpos + sizeof(shm_rec_t) + 63) & ~63ull; /* after the next header's */
-    uint64_t from = line;
-    if (sc->zfrom <= from && sc->zpos > from)
-        from = sc->zpos; /* go on where the last one stopped */
-    else
-        sc->zfrom = sc->zpos = from; /* a new stretch */
-    uint64_t to = line + (sc->last_size + 64u > ZERO_LINES ? sc->last_size + 64u : ZERO_LINES);
-    if (to > room)
-        to = room & ~63ull;
-    if (to <= from)
-        return;
-    uint32_t off = sc->woff + (uint32_t)(from - sc->wpos);
-    for (uint64_t n = to - from; n;) {
-        if (off >= sc->ring_bytes)
-            off -= sc->ring_bytes;
-        uint32_t l = sc->ring_bytes - off < n ? sc->ring_bytes - off : (uint32_t)n;
-        memset(sc->out->bytes + off, 0, l);
-        off += l;
-        n -= l;
-    }
-    sc->zpos = to;
 }
 
 /* Publish the record out_rec returned, holding len bytes (what: SHM_REC_USER or 0). To a peer that
@@ -230,7 +200,7 @@ static inline void out_publish(shm_con_t *sc, shm_rec_t *rec, uint32_t len, uint
         }
     }
     uint64_t end = sc->wpos + size;
-    if (end != sc->zhint && (end < sc->zfrom || end + sizeof(shm_rec_t) > sc->zpos))
+    if (end != sc->zhint)
         atomic_store_explicit(&shm_ring_rec(sc->out, sc->woff + size)->word, 0,
                               memory_order_relaxed);
     /* seq_cst: orders the publish before the recv_sleeping check (Dekker with the consumer's
@@ -240,9 +210,8 @@ static inline void out_publish(shm_con_t *sc, shm_rec_t *rec, uint32_t len, uint
     sc->woff += size;
     if (atomic_load(&sc->out->recv_sleeping) && atomic_exchange(&sc->out->recv_sleeping, 0))
         ring_bell(sc);
-    sc->last_size = size;
-    if (sc->zpos < end + size + sizeof(shm_rec_t) && sc->zhint != end + size)
-        zero_ahead(sc);
+    if (len & SHM_REC_ALIGN)
+        zero_ahead(sc, size);
 }
 
 /* Is there a record (or wrap mark) at the next header of in? Its contents are checked by
