@@ -78,9 +78,10 @@ if [ -x "$top/install/bin/mpiexec" ]; then
     PSMPI_PREFIX="$top/install" MPITEST_NPS="2 4" PSP_SHM=0 prove $rep || status=1
     # shm rings of two 256-byte records (640 bytes), without single copy: every message wraps
     # the ring or goes in pieces, and senders keep finding it full
-    echo "== MPI tests, representative set, shm with PSP_SHM_SLOTS=2 PSP_SHM_SLOT_SIZE=256 PSP_SHM_CMA=0"
+    echo "== MPI tests over shm with PSP_SHM_SLOTS=2 PSP_SHM_SLOT_SIZE=256 PSP_SHM_CMA=0"
     PSMPI_PREFIX="$top/install" MPITEST_NPS="2 4" PSP_SHM_SLOTS=2 PSP_SHM_SLOT_SIZE=256 \
-        PSP_SHM_CMA=0 prove test/mpi/pt2pt.t test/mpi/late.t test/mpi/coll.t test/mpi/flood.t || status=1
+        PSP_SHM_CMA=0 prove test/mpi/pt2pt.t test/mpi/late.t test/mpi/coll.t test/mpi/flood.t ||
+        status=1
     # MPICH's inter-node code paths on one machine: every rank its own node for MPICH, two
     # cliques (pscom still picks shm; the netmod yields on the oversubscribed node all the same)
     echo "== MPI tests, representative set, with MPIR_CVAR_NOLOCAL=1 MPIR_CVAR_NUM_CLIQUES=2"
