@@ -338,9 +338,11 @@ static int shm_read(shm_con_t *sc, int max)
 {
     int k = 0;
     sc->reading++;
-    while (k < max && !sc->dead && in_ready(sc, memory_order_acquire)) {
+    while (k < max && !sc->dead) {
         shm_rec_t *rec = shm_ring_rec(sc->in, sc->roff);
-        uint64_t word = atomic_load_explicit(&rec->word, memory_order_relaxed);
+        uint64_t word = atomic_load_explicit(&rec->word, memory_order_acquire);
+        if (!word)
+            break; /* nothing there yet (in_ready) */
         uint32_t what = (uint32_t)word, len = what & SHM_REC_LEN;
         if ((uint32_t)(word >> 32) != sc->rseq + 1) {
             ring_corrupt(sc, "unexpected message number", word);
