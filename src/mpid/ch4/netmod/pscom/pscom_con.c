@@ -66,13 +66,6 @@ pscom_connection_t *MPIDI_PSCOM_av_reconnect(MPIDI_av_entry_t *av)
     return a->con;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void MPIDI_PSCOM_con_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t err)
 {
     if (MPIDI_PSCOM_global.finalizing)
@@ -91,7 +84,7 @@ void MPIDI_PSCOM_con_error(pscom_connection_t *con, pscom_op_t op, pscom_err_t e
         uint64_t wait_s = MPIDI_PSCOM_lost_peer_abort_s;
         if (op == PSCOM_OP_CONNECT && wait_s > 1)
             wait_s = 1;
-        uint64_t deadline = now_ns() + wait_s * 1000000000ull;
+        uint64_t deadline = MPIDI_PSCOM_now_ns() + wait_s * 1000000000ull;
         if (!MPIDI_PSCOM_global.lost_deadline_ns ||
             deadline < MPIDI_PSCOM_global.lost_deadline_ns) {
             MPIDI_PSCOM_global.lost_deadline_ns = deadline;
@@ -142,7 +135,7 @@ static void close_con(pscom_connection_t *con)
 
 void MPIDI_PSCOM_check_lost(void)
 {
-    if (MPIDI_PSCOM_global.finalizing || now_ns() < MPIDI_PSCOM_global.lost_deadline_ns)
+    if (MPIDI_PSCOM_global.finalizing || MPIDI_PSCOM_now_ns() < MPIDI_PSCOM_global.lost_deadline_ns)
         return;
     MPIDI_PSCOM_global.lost_deadline_ns = 0;
     /* with the world, so that the launcher gets the abort (PMI) and ends the job with its
@@ -182,7 +175,7 @@ void MPIDI_PSCOM_complete_broken(MPIR_Request *req)
         g->max_held = n;
     }
     if (!g->n_held)
-        g->held_until_ns = now_ns() + grace_s * 1000000000ull;
+        g->held_until_ns = MPIDI_PSCOM_now_ns() + grace_s * 1000000000ull;
     g->held[g->n_held++] = req;
 }
 
@@ -190,8 +183,8 @@ void MPIDI_PSCOM_complete_broken(MPIR_Request *req)
  * progressing until it passed; the caller then returns its error. */
 void MPIDI_PSCOM_broken_wait(void)
 {
-    uint64_t until = now_ns() + broken_grace_s() * 1000000000ull;
-    while (now_ns() < until && MPID_Progress_test(NULL) == MPI_SUCCESS)
+    uint64_t until = MPIDI_PSCOM_now_ns() + broken_grace_s() * 1000000000ull;
+    while (MPIDI_PSCOM_now_ns() < until && MPID_Progress_test(NULL) == MPI_SUCCESS)
         MPIDI_PROGRESS_YIELD();
 }
 
@@ -199,7 +192,7 @@ void MPIDI_PSCOM_broken_wait(void)
 void MPIDI_PSCOM_release_held(void)
 {
     MPIDI_PSCOM_global_t *g = &MPIDI_PSCOM_global;
-    if (!g->finalizing && now_ns() < g->held_until_ns)
+    if (!g->finalizing && MPIDI_PSCOM_now_ns() < g->held_until_ns)
         return;
     MPIR_Request **list = g->held; /* a completion may fail more requests: a new list */
     int n = g->n_held;

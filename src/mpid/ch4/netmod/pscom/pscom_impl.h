@@ -128,6 +128,8 @@ typedef struct {
     int coll_block_polls; /* idle polls in a Bcast's wait before it sleeps; -1 never */
     int nap_polls;        /* idle polls in a row after which one naps instead; -1 never */
     int idle_polls;       /* progress polls in a row that found nothing */
+    uint64_t late_yield_ns; /* idle this long, yield although the node seems not crowded */
+    uint64_t idle_since_ns; /* of the idle polls after the first MPIDI_PSCOM_IDLE_POLLS */
     /* connections the peer closed, to be closed on our side too (MPIDI_PSCOM_reap_closed) */
     pscom_connection_t **closed;
     int n_closed;
@@ -222,6 +224,16 @@ extern unsigned MPIDI_PSCOM_lost_peer_abort_s;
 void MPIDI_PSCOM_complete_broken(MPIR_Request *req);
 void MPIDI_PSCOM_release_held(void);
 void MPIDI_PSCOM_nap(void); /* PSP_MPI_NAP: an idle rank of a crowded node sleeps a little */
+/* idle polls in a row before MPIDI_PSCOM_idle_long looks at the clock (PSP_MPI_YIELD_AFTER_US) */
+#define MPIDI_PSCOM_IDLE_POLLS 64
+void MPIDI_PSCOM_idle_long(void);
+
+MPL_STATIC_INLINE_PREFIX uint64_t MPIDI_PSCOM_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* The connection to the process of av entry; made again if the peer had closed the old one. */
 MPL_STATIC_INLINE_PREFIX pscom_connection_t *MPIDI_PSCOM_av_con(MPIDI_av_entry_t *av)

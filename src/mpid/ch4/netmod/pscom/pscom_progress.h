@@ -5,6 +5,10 @@
  * hands the CPU mostly to other waiters, which are all runnable and, having used little CPU,
  * are the scheduler's first picks: there a rank that keeps finding nothing naps instead
  * (PSP_MPI_NAP), off the run queue for the kernel's timer slack (50 us by default).
+ * Elsewhere a rank yields once it has found nothing for PSP_MPI_YIELD_AFTER_US: CPUs can be
+ * shared in ways the rank count does not show (other jobs, the application's threads, nodes
+ * of one host), and then the peer everybody waits for would get the CPU only at the
+ * scheduler's next tick, milliseconds away.
  */
 #ifndef PSCOM_PROGRESS_H_INCLUDED
 #define PSCOM_PROGRESS_H_INCLUDED
@@ -27,12 +31,21 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
         MPIDI_PSCOM_release_held();
     if (events) {
         MPIDI_PSCOM_global.idle_polls = 0;
+        MPIDI_PSCOM_global.idle_since_ns = 0;
     } else if (MPIDI_PSCOM_global.yield_idle) {
-        if (MPIDI_PSCOM_global.nap_polls >= 0 &&
-            ++MPIDI_PSCOM_global.idle_polls > MPIDI_PSCOM_global.nap_polls)
-            MPIDI_PSCOM_nap();
-        else
+        if (MPIDI_PSCOM_global.nap_polls < 0)
             sched_yield();
+        else if (MPIDI_PSCOM_global.idle_polls >= MPIDI_PSCOM_global.nap_polls)
+            MPIDI_PSCOM_nap();
+        else {
+            MPIDI_PSCOM_global.idle_polls++;
+            sched_yield();
+        }
+    } else if (MPIDI_PSCOM_global.late_yield_ns) {
+        if (MPIDI_PSCOM_global.idle_polls < MPIDI_PSCOM_IDLE_POLLS)
+            MPIDI_PSCOM_global.idle_polls++;
+        else
+            MPIDI_PSCOM_idle_long();
     }
     return MPI_SUCCESS;
 }
