@@ -129,7 +129,8 @@ typedef struct {
     int nap_polls;        /* idle polls in a row after which one naps instead; -1 never */
     int idle_polls;       /* progress polls in a row that found nothing */
     uint64_t late_yield_ns; /* idle this long, yield although the node seems not crowded */
-    uint64_t idle_since_ns; /* of the idle polls after the first MPIDI_PSCOM_IDLE_POLLS */
+    uint64_t idle_since_ns; /* the clock at the MPIDI_PSCOM_IDLE_POLLS-th idle poll in a row */
+    int late_yielding;      /* idle for late_yield_ns: every idle poll yields */
     /* connections the peer closed, to be closed on our side too (MPIDI_PSCOM_reap_closed) */
     pscom_connection_t **closed;
     int n_closed;
@@ -224,8 +225,9 @@ extern unsigned MPIDI_PSCOM_lost_peer_abort_s;
 void MPIDI_PSCOM_complete_broken(MPIR_Request *req);
 void MPIDI_PSCOM_release_held(void);
 void MPIDI_PSCOM_nap(void); /* PSP_MPI_NAP: an idle rank of a crowded node sleeps a little */
-/* idle polls in a row before MPIDI_PSCOM_idle_long looks at the clock (PSP_MPI_YIELD_AFTER_US) */
-#define MPIDI_PSCOM_IDLE_POLLS 64
+/* every this many idle polls in a row MPIDI_PSCOM_idle_long looks at the clock
+   (PSP_MPI_YIELD_AFTER_US) */
+#define MPIDI_PSCOM_IDLE_POLLS 16
 void MPIDI_PSCOM_idle_long(void);
 
 MPL_STATIC_INLINE_PREFIX uint64_t MPIDI_PSCOM_now_ns(void)

@@ -134,15 +134,21 @@ void MPIDI_PSCOM_nap(void)
 
 /* Polls that find nothing while no peer is known to share our CPU: a short wait is spent
    spinning (a message is seen at once), a long one yields, which costs one system call per
-   poll when nobody else wants the CPU and hands it over when somebody does. 4 ranks on 4
-   simulated nodes of 2 CPUs, tcp, 8 B: Allreduce 4.1-4.5 ms -> 36-43 us yielding at once. */
+   poll when nobody else wants the CPU and hands it over when somebody does. The clock is read
+   every MPIDI_PSCOM_IDLE_POLLS idle polls only (at each one, 3 % of an 8-byte message-rate
+   run went to clock_gettime: the waits for the next window); a tcp poll is a system call, so
+   that every 64 polls delayed the first yield to 60-120 us. 4 ranks on 4 simulated nodes of
+   2 CPUs, tcp, 8 B Allreduce: 4.1-5.4 ms spinning, 125-136 us yielding after 20 us, 36-43 us
+   yielding at once (which would cost every short wait its system calls). */
 void MPIDI_PSCOM_idle_long(void)
 {
     uint64_t now = MPIDI_PSCOM_now_ns();
-    if (!MPIDI_PSCOM_global.idle_since_ns)
+    if (MPIDI_PSCOM_global.idle_polls == MPIDI_PSCOM_IDLE_POLLS) {
         MPIDI_PSCOM_global.idle_since_ns = now;
-    else if (now - MPIDI_PSCOM_global.idle_since_ns >= MPIDI_PSCOM_global.late_yield_ns)
+    } else if (now - MPIDI_PSCOM_global.idle_since_ns >= MPIDI_PSCOM_global.late_yield_ns) {
+        MPIDI_PSCOM_global.late_yielding = 1;
         sched_yield();
+    }
 }
 
 int MPIDI_PSCOM_init_local(int *tag_bits)

@@ -31,7 +31,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
         MPIDI_PSCOM_release_held();
     if (events) {
         MPIDI_PSCOM_global.idle_polls = 0;
-        MPIDI_PSCOM_global.idle_since_ns = 0;
+        MPIDI_PSCOM_global.late_yielding = 0;
     } else if (MPIDI_PSCOM_global.yield_idle) {
         if (MPIDI_PSCOM_global.nap_polls < 0)
             sched_yield();
@@ -42,9 +42,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
             sched_yield();
         }
     } else if (MPIDI_PSCOM_global.late_yield_ns) {
-        if (MPIDI_PSCOM_global.idle_polls < MPIDI_PSCOM_IDLE_POLLS)
-            MPIDI_PSCOM_global.idle_polls++;
-        else
+        if (MPIDI_PSCOM_global.late_yielding)
+            sched_yield();
+        else if (++MPIDI_PSCOM_global.idle_polls % MPIDI_PSCOM_IDLE_POLLS == 0)
             MPIDI_PSCOM_idle_long();
     }
     return MPI_SUCCESS;
