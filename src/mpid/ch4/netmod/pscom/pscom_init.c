@@ -138,7 +138,7 @@ void MPIDI_PSCOM_nap(void)
    every MPIDI_PSCOM_IDLE_POLLS idle polls only (at each one, 3 % of an 8-byte message-rate
    run went to clock_gettime: the waits for the next window); a tcp poll is a system call, so
    that every 64 polls delayed the first yield to 60-120 us. 4 ranks on 4 simulated nodes of
-   2 CPUs, tcp, 8 B Allreduce: 4.1-5.4 ms spinning, 125-136 us yielding after 20 us, 36-43 us
+   2 CPUs, tcp, 8 B Allreduce: 4.1-6.0 ms spinning, 86-90 us yielding after 20 us, 36-43 us
    yielding at once (which would cost every short wait its system calls). */
 void MPIDI_PSCOM_idle_long(void)
 {
