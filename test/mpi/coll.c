@@ -55,13 +55,14 @@ static int test_barrier(MPI_Comm comm)
 
 static int test_bcast(MPI_Comm comm)
 {
-    /* from every root; small and 1 MiB (pipelined/scatter-allgather algorithms) */
+    /* from every root; small, 64 KiB (the netmod's tree on up to 8 ranks,
+       PSP_MPI_BCAST_TREE_MAX) and 1 MiB (MPICH's scatter and allgather) */
     int rank, size, ok = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    const int counts[2] = {10, 256 * 1024};
-    int *buf = malloc(counts[1] * sizeof(int));
-    for (int c = 0; c < 2; c++) {
+    const int counts[3] = {10, 16 * 1024, 256 * 1024};
+    int *buf = malloc(counts[2] * sizeof(int));
+    for (int c = 0; c < 3; c++) {
         for (int root = 0; root < size; root++) {
             for (int i = 0; i < counts[c]; i++)
                 buf[i] = rank == root ? val(root, i) : -1;
@@ -407,8 +408,10 @@ static MPI_Comm first_ranks(int n, int *rank)
     return c;
 }
 
-/* Allreduce of few bytes on every communicator size 1..world (the ranks above the largest
-   power of two take the fold), around the netmod's small-message limit (1 KiB), every rank
+/* Allreduce on every communicator size 1..world: of few bytes (the ranks above the largest
+   power of two take the fold), around the netmod's small-message limit (1 KiB), and larger
+   (on 3-8 ranks the netmod's reduce-scatter and allgather, block sizes that differ by one
+   element, and past its 1 MiB segment a last segment of fewer elements than ranks), every rank
    getting the same bits of a floating point sum. */
 static int test_allreduce_sizes(void)
 {
@@ -419,11 +422,13 @@ static int test_allreduce_sizes(void)
         MPI_Comm c = first_ranks(n, &rank);
         if (c == MPI_COMM_NULL)
             continue;
-        static const int counts[] = {0, 1, 3, 127, 128, 129, 300};
+        enum { MAXC = 131075 }; /* 1 MiB of doubles and 3 */
+        static const int counts[] = {0, 1, 3, 127, 128, 129, 300, 1000, 4099, MAXC};
+        double *in = malloc(MAXC * sizeof(double)), *out = malloc(MAXC * sizeof(double));
+        double *first = malloc(MAXC * sizeof(double));
+        long long *li = malloc(MAXC * sizeof(long long)), *lo = malloc(MAXC * sizeof(long long));
         for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
             int cnt = counts[k];
-            double in[300], out[300], first[300];
-            long long li[300], lo[300];
             for (int i = 0; i < cnt; i++) {
                 in[i] = 1.0 / (rank + 1 + i) + 1e-9 * rank; /* rounding depends on order */
                 li[i] = (long long)rank * 1000 + i;
@@ -447,6 +452,11 @@ static int test_allreduce_sizes(void)
             for (int i = 0; i < cnt; i++)
                 ok &= li[i] == (long long)n * (n - 1) / 2 * 1000 + (long long)n * i;
         }
+        free(in);
+        free(out);
+        free(first);
+        free(li);
+        free(lo);
         MPI_Comm_free(&c);
     }
     return ok;
@@ -606,11 +616,11 @@ static int test_allreduce_two(void)
     return ok;
 }
 
-/* Allgather on 2 ranks, where the netmod exchanges the blocks itself: eager and rendezvous
-   sizes, in place, and layouts that differ between the two sides and between the ranks (a
-   strided send or receive type against a contiguous one of the same signature). */
-static int allgather_two_case(MPI_Comm c, int rank, int n, int send_strided, int recv_strided,
-                              int in_place)
+/* Allgather on up to 8 ranks, where the netmod sends every block straight to every rank: eager
+   and rendezvous sizes, in place, and layouts that differ between the two sides and between the
+   ranks (a strided send or receive type against a contiguous one of the same signature). */
+static int allgather_case(MPI_Comm c, int rank, int size, int n, int send_strided, int recv_strided,
+                          int in_place)
 {
     int ok = 1;
     /* strided: every other int of 2n */
@@ -618,10 +628,10 @@ static int allgather_two_case(MPI_Comm c, int rank, int n, int send_strided, int
     MPI_Type_vector(n, 1, 2, MPI_INT, &vec);
     MPI_Type_commit(&vec);
     int *sbuf = malloc(sizeof(int) * 2 * (size_t)n + 1);
-    int *rbuf = malloc(sizeof(int) * 4 * (size_t)n + 1);
+    int *rbuf = malloc(sizeof(int) * 2 * (size_t)size * (size_t)n + 1);
     for (int i = 0; i < 2 * n; i++)
         sbuf[i] = send_strided && (i & 1) ? -7 : val(rank, send_strided ? i / 2 : i);
-    for (int i = 0; i < 4 * n; i++)
+    for (int i = 0; i < 2 * size * n; i++)
         rbuf[i] = -1;
     /* receive block b, element i: at b * n + i, or strided at 2 * (b * n + i): a vector of n
        ints has the extent of 2n - 1 ints, resized to 2n for the receive side */
@@ -639,12 +649,12 @@ static int allgather_two_case(MPI_Comm c, int rank, int n, int send_strided, int
                       recv_strided ? 1 : n, recv_strided ? rvec : MPI_INT, c);
     }
     MPI_Type_free(&rvec);
-    for (int b = 0; b < 2; b++)
+    for (int b = 0; b < size; b++)
         for (int i = 0; i < n; i++)
             ok &= rbuf[rstride * (b * n + i)] == val(b, i);
     if (!ok)
-        printf("# rank %d: Allgather on 2 ranks, %d ints, send %s, receive %s%s: wrong data\n",
-               wrank, n, send_strided ? "strided" : "contiguous",
+        printf("# rank %d: Allgather on %d ranks, %d ints, send %s, receive %s%s: wrong data\n",
+               wrank, size, n, send_strided ? "strided" : "contiguous",
                recv_strided ? "strided" : "contiguous", in_place ? ", in place" : "");
     MPI_Type_free(&vec);
     free(sbuf);
@@ -652,37 +662,70 @@ static int allgather_two_case(MPI_Comm c, int rank, int n, int send_strided, int
     return ok;
 }
 
-static int test_allgather_two(void)
+static int test_allgather_few(void)
 {
-    int rank, ok = 1, n;
-    MPI_Comm c = first_ranks(2, &rank);
-    if (c == MPI_COMM_NULL)
-        return 1;
-    MPI_Comm_size(c, &n);
-    if (n == 2) {
+    int wsize, ok = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    for (int size = 2; size <= wsize && size <= 8; size++) {
+        int rank, n;
+        MPI_Comm c = first_ranks(size, &rank);
+        if (c == MPI_COMM_NULL)
+            continue;
+        MPI_Comm_size(c, &n);
         static const int counts[] = {1, 7, 3000, 40000};
         for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
             int cnt = counts[k];
-            ok &= allgather_two_case(c, rank, cnt, 0, 0, 0);
-            ok &= allgather_two_case(c, rank, cnt, 0, 0, 1);
-            ok &= allgather_two_case(c, rank, cnt, 1, 0, 0);
-            ok &= allgather_two_case(c, rank, cnt, 0, 1, 0);
-            ok &= allgather_two_case(c, rank, cnt, 0, 1, 1);
-            ok &= allgather_two_case(c, rank, cnt, rank == 0, rank == 1, 0); /* per rank */
+            ok &= allgather_case(c, rank, n, cnt, 0, 0, 0);
+            ok &= allgather_case(c, rank, n, cnt, 0, 0, 1);
+            ok &= allgather_case(c, rank, n, cnt, 1, 0, 0);
+            ok &= allgather_case(c, rank, n, cnt, 0, 1, 0);
+            ok &= allgather_case(c, rank, n, cnt, 0, 1, 1);
+            ok &= allgather_case(c, rank, n, cnt, rank == 0, rank == 1, 0); /* per rank */
         }
         /* nothing to gather */
         int x = 5;
         MPI_Allgather(&x, 0, MPI_INT, &x, 0, MPI_INT, c);
         ok &= x == 5;
+        MPI_Comm_free(&c);
     }
-    MPI_Comm_free(&c);
+    return ok;
+}
+
+/* Alltoall of large blocks on up to 8 ranks (the netmod's, every send started at once):
+   eager and rendezvous sizes, also in place */
+static int test_alltoall_large(MPI_Comm comm)
+{
+    int rank, size, ok = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    static const int counts[] = {3000, 20000};
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+        int K = counts[k];
+        int *s = malloc((size_t)size * K * sizeof(int)),
+            *r = malloc((size_t)size * K * sizeof(int));
+        for (int j = 0; j < size; j++)
+            for (int i = 0; i < K; i++) {
+                s[j * K + i] = a2a(rank, j, i);
+                r[j * K + i] = -1;
+            }
+        MPI_Alltoall(s, K, MPI_INT, r, K, MPI_INT, comm);
+        for (int j = 0; j < size; j++)
+            for (int i = 0; i < K; i++)
+                ok &= r[j * K + i] == a2a(j, rank, i);
+        MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, s, K, MPI_INT, comm);
+        for (int j = 0; j < size; j++)
+            for (int i = 0; i < K; i++)
+                ok &= s[j * K + i] == a2a(j, rank, i);
+        free(s);
+        free(r);
+    }
     return ok;
 }
 
 /* Barrier and Bcast on every communicator size 1..world, Bcast from every root around the
-   netmod's small-message limit (12 KiB) and the shm rendezvous sizes (32 KiB on an
-   oversubscribed node), and a Bcast whose counts differ between the ranks:
-   every non-root must report it (MPI_ERRORS_RETURN), nobody may hang. */
+   netmod's small-message limit (12 KiB; on up to 8 ranks its tree goes on to 64 KiB) and the
+   shm rendezvous sizes (32 KiB on an oversubscribed node), and a Bcast whose counts differ between
+   the ranks: every non-root must report it (MPI_ERRORS_RETURN), nobody may hang. */
 static int bcast_mismatch(MPI_Comm c, int rank, int root_count, int other_count)
 {
     int buf[4000] = {0}, err = MPI_Bcast(buf, rank == 0 ? root_count : other_count, MPI_INT, 0, c);
@@ -740,8 +783,8 @@ static int test_small_sizes(void)
             }
         }
         MPI_Type_free(&vec);
-        /* the same beyond 12 KiB: 6000 ints, 2 x 3000 of stride 3008 on odd ranks (MPICH's
-           algorithms, the layouts differing between the ranks) */
+        /* the same beyond 12 KiB: 6000 ints, 2 x 3000 of stride 3008 on odd ranks (the packed
+           copy on the heap, the layouts differing between the ranks) */
         MPI_Type_vector(2, 3000, 3008, MPI_INT, &vec);
         MPI_Type_commit(&vec);
         for (int root = 0; root < n; root++) {
@@ -1047,10 +1090,10 @@ int main(int argc, char **argv)
                     &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     if (wrank == 0)
-        printf("1..17\n");
+        printf("1..18\n");
     MPI_Comm w = MPI_COMM_WORLD;
     check(test_barrier(w), "MPI_Barrier / MPI_Ibarrier: nobody leaves before the last enters");
-    check(test_bcast(w), "MPI_Bcast from every root, 40 B and 1 MiB");
+    check(test_bcast(w), "MPI_Bcast from every root, 40 B, 64 KiB and 1 MiB");
     check(test_gather_scatter(w), "MPI_Gather(v) / MPI_Scatter(v)");
     check(test_allgather(w), "MPI_Allgather (also MPI_IN_PLACE) / MPI_Allgatherv");
     check(test_alltoall(w),
@@ -1061,11 +1104,12 @@ int main(int argc, char **argv)
     check(test_allreduce(w), "MPI_Allreduce: int/float/uchar/long/double, SUM MIN BOR LAND LOR "
                              "BXOR MINLOC MAX, MPI_IN_PLACE, 800 KB");
     check(test_allreduce_sizes(), "MPI_Allreduce on every communicator size up to the world's, "
-                                  "0 to 2400 B, same bits everywhere");
+                                  "0 B to 1 MiB, same bits everywhere");
     check(test_allreduce_two(), "MPI_Allreduce on 2 ranks: 9 types x 8 operations, 4 B to 2 MiB, "
                                 "in place or not, bit for bit as in C, also MPI_Reduce_local");
-    check(test_allgather_two(), "MPI_Allgather on 2 ranks: 4 B to 160 KB, in place, strided "
+    check(test_allgather_few(), "MPI_Allgather on 2-8 ranks: 4 B to 160 KB, in place, strided "
                                 "send or receive types against contiguous ones, per rank");
+    check(test_alltoall_large(w), "MPI_Alltoall of 12 KB and 80 KB blocks, also in place");
     check(test_small_sizes(), "MPI_Barrier / MPI_Bcast on every communicator size up to the "
                               "world's, 0 to 12 KiB from every root, vector vs. int layouts; "
                               "mismatched counts fail");

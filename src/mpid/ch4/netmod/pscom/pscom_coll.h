@@ -47,11 +47,30 @@ int MPIDI_PSCOM_msa_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Dataty
                              void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                              MPIR_Comm *comm, MPIR_Errflag_t *errflag);
 
-/* pscom_coll_small.c: Allreduce by recursive doubling straight over pscom, ahead of ch4's
-   algorithm search (maint/patches/0007): of at most this many bytes on any number of ranks
-   (the partner's data on the stack), and of any size on 2 ranks, where it sends as many bytes
-   as any algorithm in one step instead of MPICH's two, and sends the user's send buffer as it
-   is (the partner's data through a kept buffer, in segments) */
+/* Flat algorithms (every rank sends straight to every other, or a tree without node levels)
+   on communicators of up to this many ranks */
+#define MPIDI_PSCOM_FLAT_COLL_MAX_RANKS 8
+
+/* Where the algorithms that send to every rank at once (pscom_coll_small.c: Allgather, Alltoall
+   of blocks over 1 KiB, Allreduce over 1 KiB on 3 to 8 ranks) serve: a communicator within one
+   node, through shared memory, where a message costs a copy. Over tcp, 8 ranks on one host took
+   up to twice as long that way as MPICH's fewer, larger steps (Allgather of 8 B-16 KiB blocks,
+   Allreduce of 4 KiB-1 MiB: each message a system call and a wakeup). The same answer on every
+   rank: MPICH's node map, and PSP_SHM, which the job's environment sets alike everywhere. */
+MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_direct_coll_ok(MPIR_Comm *comm)
+{
+    return comm->local_size <= MPIDI_PSCOM_FLAT_COLL_MAX_RANKS && MPIDI_PSCOM_global.shm_on &&
+           (comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__NODE ||
+            (comm->node_comm && comm->node_comm->local_size == comm->local_size));
+}
+
+/* pscom_coll_small.c: Allreduce straight over pscom, ahead of ch4's algorithm search
+   (maint/patches/0007): of at most this many bytes on any number of ranks by recursive doubling
+   (the partner's data on the stack); of any size on 2 ranks, where it sends as many bytes as
+   any algorithm in one step instead of MPICH's two, and sends the user's send buffer as it is
+   (the partner's data through a kept buffer, in segments); of any size on 3 to 8 ranks of one
+   node (MPIDI_PSCOM_direct_coll_ok) as a reduce-scatter and an allgather, each one step of
+   sends to all (MPICH: 2 log2(p) steps that each wait for a partner). */
 #define MPIDI_PSCOM_ALLREDUCE_SMALL_MAX 1024
 int MPIDI_PSCOM_allreduce_direct(const void *sendbuf, void *recvbuf, MPI_Aint count,
                                  MPI_Datatype datatype, MPI_Op op, MPIR_Comm *comm,
@@ -70,7 +89,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_allreduce_direct_ok(const void *sendbuf
     return HANDLE_IS_BUILTIN(datatype) && HANDLE_IS_BUILTIN(op) && count >= 0 &&
            MPIR_Datatype_get_basic_size(datatype) > 0 &&
            (comm->local_size == 2 ||
-            count <= MPIDI_PSCOM_ALLREDUCE_SMALL_MAX / MPIR_Datatype_get_basic_size(datatype)) &&
+            count <= MPIDI_PSCOM_ALLREDUCE_SMALL_MAX / MPIR_Datatype_get_basic_size(datatype) ||
+            MPIDI_PSCOM_direct_coll_ok(comm)) &&
            comm->comm_kind == MPIR_COMM_KIND__INTRACOMM &&
            MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM == MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM_auto &&
            !MPIDI_PSCOM_msa.coll_hooks;
@@ -86,26 +106,9 @@ void MPIDI_PSCOM_coll_small_finalize(void); /* frees the requests it keeps */
 #define MPIDI_NM_ALLREDUCE_SHORTCUT MPIDI_PSCOM_allreduce_direct_ok
 #define MPIDI_NM_allreduce_shortcut MPIDI_PSCOM_allreduce_direct
 
-/* Allgather on 2 ranks ahead of ch4's search (maint/patches/0010): one exchange of the two
-   blocks, ours sent from the send buffer as it is (pscom_coll_small.c) */
-int MPIDI_PSCOM_allgather_pair(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
-                               void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
-                               MPIR_Comm *comm, MPIR_Errflag_t *errflag);
-
-MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_allgather_pair_ok(MPIR_Comm *comm)
-{
-    return comm->local_size == 2 && comm->comm_kind == MPIR_COMM_KIND__INTRACOMM &&
-           MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM == MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM_auto &&
-           !MPIDI_PSCOM_msa.coll_hooks;
-}
-
-#define MPIDI_NM_ALLGATHER_SHORTCUT MPIDI_PSCOM_allgather_pair_ok
-#define MPIDI_NM_allgather_shortcut MPIDI_PSCOM_allgather_pair
-
 /* Barrier and Bcast ahead of ch4's search (maint/patches/0008): flat algorithms, so only where
    MPICH's node-aware ones gain nothing: a communicator within one node, or a small one. The
    test gives the same answer on every rank of comm, as it must. */
-#define MPIDI_PSCOM_FLAT_COLL_MAX_RANKS 8
 MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_flat_coll_ok(MPIR_Comm *comm)
 {
     return comm->comm_kind == MPIR_COMM_KIND__INTRACOMM && !MPIDI_PSCOM_msa.coll_hooks &&
@@ -113,6 +116,24 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_flat_coll_ok(MPIR_Comm *comm)
             comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__NODE ||
             (comm->node_comm && comm->node_comm->local_size == comm->local_size));
 }
+
+/* Allgather on 2 ranks, and on up to 8 of one node, ahead of ch4's search (maint/patches/0010):
+   every block straight to every rank, ours sent from the send buffer as it is
+   (pscom_coll_small.c) */
+int MPIDI_PSCOM_allgather_direct(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                                 void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                                 MPIR_Comm *comm, MPIR_Errflag_t *errflag);
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_allgather_direct_ok(MPIR_Comm *comm)
+{
+    return (comm->local_size == 2 || MPIDI_PSCOM_direct_coll_ok(comm)) &&
+           comm->comm_kind == MPIR_COMM_KIND__INTRACOMM &&
+           MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM == MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM_auto &&
+           !MPIDI_PSCOM_msa.coll_hooks;
+}
+
+#define MPIDI_NM_ALLGATHER_SHORTCUT MPIDI_PSCOM_allgather_direct_ok
+#define MPIDI_NM_allgather_shortcut MPIDI_PSCOM_allgather_direct
 
 int MPIDI_PSCOM_barrier_small(MPIR_Comm *comm, MPIR_Errflag_t *errflag);
 
@@ -125,9 +146,11 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_barrier_small_ok(MPIR_Comm *comm)
 #define MPIDI_NM_BARRIER_SHORTCUT MPIDI_PSCOM_barrier_small_ok
 #define MPIDI_NM_barrier_shortcut MPIDI_PSCOM_barrier_small
 
-/* Alltoall of blocks up to this size: all receives posted, all blocks sent, then waited for
-   (pscom_coll_small.c), instead of MPICH's dependent steps. The block size is the same on
-   every rank (MPI_IN_PLACE too: it takes recvcount), so every rank makes the same choice. */
+/* Alltoall of blocks up to this size, and of any size on up to 8 ranks of one node
+   (MPIDI_PSCOM_direct_coll_ok): all receives posted, all blocks' sends started, then waited for
+   (pscom_coll_small.c), instead of MPICH's dependent steps (pairwise from 32 KiB: 7 on 8 ranks,
+   each waiting for a partner). The block size and the number of ranks are the same on every
+   rank (MPI_IN_PLACE too: it takes recvcount), so every rank makes the same choice. */
 #define MPIDI_PSCOM_ALLTOALL_SMALL_MAX 1024
 int MPIDI_PSCOM_alltoall_small(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                                void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
@@ -139,31 +162,45 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_alltoall_small_ok(MPI_Aint recvcount,
     MPI_Aint type_size;
     MPIR_Datatype_get_size_macro(recvtype, type_size);
     return comm->comm_kind == MPIR_COMM_KIND__INTRACOMM && recvcount >= 0 &&
-           (type_size == 0 || recvcount <= MPIDI_PSCOM_ALLTOALL_SMALL_MAX / type_size) &&
+           (type_size == 0 || recvcount <= MPIDI_PSCOM_ALLTOALL_SMALL_MAX / type_size ||
+            MPIDI_PSCOM_direct_coll_ok(comm)) &&
            MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM == MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM_auto;
 }
 
-/* MPICH's binomial Bcast goes up to 12 KiB (MPIR_CVAR_BCAST_SHORT_MSG_SIZE); so does ours */
+/* Bcast down a binomial tree (pscom_coll_small.c): up to 12 KiB, as MPICH's binomial one
+   (MPIR_CVAR_BCAST_SHORT_MSG_SIZE), wherever the flat algorithms serve; on communicators of up
+   to 8 ranks up to PSP_MPI_BCAST_TREE_MAX (default 64 KiB), where MPICH sends scatter and
+   allgather. With so few ranks the tree has at most 3 levels, and a rank forwards the whole
+   message to all its children at once as soon as it has it; scatter and allgather take 6
+   dependent steps for 8 ranks, each waiting for a partner. 64 KiB on 8 ranks sharing 2 CPUs:
+   153-169 -> 70-74 us (Open MPI 48-49, its own scatter-allgather 127); 16 KiB 57-69 -> 30-41.
+   Beyond 64 KiB the tree lost on 4 ranks (256 KiB 61-70 -> 102-216 us, 1 MiB 323-337 -> 442-1139:
+   each child copies the whole message, where scatter and allgather share it out). */
 #define MPIDI_PSCOM_BCAST_SMALL_MAX 12288
-int MPIDI_PSCOM_bcast_small(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
-                            MPIR_Comm *comm, MPIR_Errflag_t *errflag);
+int MPIDI_PSCOM_bcast_tree(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
+                           MPIR_Comm *comm, MPIR_Errflag_t *errflag);
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_bcast_small_ok(void *buffer, MPI_Aint count,
-                                                        MPI_Datatype datatype, int root,
-                                                        MPIR_Comm *comm)
+MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_bcast_tree_ok(void *buffer, MPI_Aint count,
+                                                       MPI_Datatype datatype, int root,
+                                                       MPIR_Comm *comm)
 {
     (void)buffer;
     (void)root;
     /* the size only: datatypes may differ between ranks as long as their signatures match */
     MPI_Aint type_size;
     MPIR_Datatype_get_size_macro(datatype, type_size);
-    return count >= 0 && (type_size == 0 || count <= MPIDI_PSCOM_BCAST_SMALL_MAX / type_size) &&
-           MPIR_CVAR_BCAST_INTRA_ALGORITHM == MPIR_CVAR_BCAST_INTRA_ALGORITHM_auto &&
-           MPIDI_PSCOM_flat_coll_ok(comm);
+    if (count < 0 || MPIR_CVAR_BCAST_INTRA_ALGORITHM != MPIR_CVAR_BCAST_INTRA_ALGORITHM_auto ||
+        !MPIDI_PSCOM_flat_coll_ok(comm))
+        return 0;
+    size_t max = MPIDI_PSCOM_BCAST_SMALL_MAX;
+    if (comm->local_size <= MPIDI_PSCOM_FLAT_COLL_MAX_RANKS &&
+        MPIDI_PSCOM_global.bcast_tree_max > max)
+        max = MPIDI_PSCOM_global.bcast_tree_max;
+    return type_size == 0 || (size_t)count <= max / (size_t)type_size;
 }
 
-#define MPIDI_NM_BCAST_SHORTCUT MPIDI_PSCOM_bcast_small_ok
-#define MPIDI_NM_bcast_shortcut MPIDI_PSCOM_bcast_small
+#define MPIDI_NM_BCAST_SHORTCUT MPIDI_PSCOM_bcast_tree_ok
+#define MPIDI_NM_bcast_shortcut MPIDI_PSCOM_bcast_tree
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_barrier(MPIR_Comm *comm, MPIR_Errflag_t *errflag)
 {

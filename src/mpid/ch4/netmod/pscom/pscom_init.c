@@ -18,6 +18,7 @@
  * PSP_DEBUG_PARAM show them with pscom's own. */
 static int sched_yield_cfg = -1, coll_block_cfg = -2, nap_cfg = -2;
 static unsigned yield_after_us_cfg = 20;
+static size_t bcast_tree_max_cfg = 65536;
 static int direct_connect_cfg;
 unsigned MPIDI_PSCOM_lost_peer_abort_s = 10;
 /* read through pscom_env_get by the PSNAM windows (pscom_psnam_*.c) */
@@ -45,6 +46,11 @@ static const pscom_env_row_t env_rows[] = {
      "runs more ranks than the job may use CPUs here, else never). Not with "
      "MPI_THREAD_MULTIPLE.",
      PSCOM_ENV_INT, &coll_block_cfg, -2, 1 << 20},
+    {"PSP_MPI_BCAST_TREE_MAX", "64k",
+     "MPI: a Bcast on a communicator of up to 8 ranks goes down the netmod's binomial tree up "
+     "to this many bytes, instead of MPICH's scatter and allgather from 12 KiB on (0: 12 KiB, "
+     "as MPICH). Must be the same in every process of the job.",
+     PSCOM_ENV_SIZE, &bcast_tree_max_cfg, 0, 0},
     {"PSP_MPI_NAP", "-2",
      "MPI: where idle polls yield (PSP_MPI_SCHED_YIELD), after this many in a row each one "
      "sleeps for the kernel's timer slack (about 50 us) instead (-1 never; -2: 16 when this "
@@ -180,6 +186,10 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
                                               ? -1
                                           : coll_block_cfg == -2 ? (over ? 64 : -1)
                                                                  : coll_block_cfg;
+    MPIDI_PSCOM_global.bcast_tree_max = bcast_tree_max_cfg;
+    char shm_prio[16];
+    MPIDI_PSCOM_global.shm_on =
+        pscom_env_get("PSP_SHM", shm_prio, sizeof(shm_prio)) == 0 && strcmp(shm_prio, "0") != 0;
     MPIDI_PSCOM_global.nap_polls =
         MPIR_ThreadInfo.thread_provided == MPI_THREAD_MULTIPLE ? -1
         : nap_cfg == -2 ? (cpus > 0 && nprocs >= NAP_RANKS_PER_CPU * cpus ? NAP_AFTER_POLLS : -1)
