@@ -686,6 +686,14 @@ static int test_allgather_few(void)
         int x = 5;
         MPI_Allgather(&x, 0, MPI_INT, &x, 0, MPI_INT, c);
         ok &= x == 5;
+        /* rank 0 sends one int less than a block: it may report it, nobody may hang, the
+           others' blocks arrive whole and the communicator stays usable */
+        int sb[2] = {1, 2}, rb[16];
+        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+        MPI_Allgather(sb, rank == 0 ? 1 : 2, MPI_INT, rb, 2, MPI_INT, c);
+        for (int b = 1; b < n; b++)
+            ok &= rb[2 * b] == 1 && rb[2 * b + 1] == 2;
+        ok &= MPI_Barrier(c) == MPI_SUCCESS;
         MPI_Comm_free(&c);
     }
     return ok;
@@ -1108,7 +1116,8 @@ int main(int argc, char **argv)
     check(test_allreduce_two(), "MPI_Allreduce on 2 ranks: 9 types x 8 operations, 4 B to 2 MiB, "
                                 "in place or not, bit for bit as in C, also MPI_Reduce_local");
     check(test_allgather_few(), "MPI_Allgather on 2-8 ranks: 4 B to 160 KB, in place, strided "
-                                "send or receive types against contiguous ones, per rank");
+                                "send or receive types against contiguous ones, per rank, a "
+                                "short send");
     check(test_alltoall_large(w), "MPI_Alltoall of 12 KB and 80 KB blocks, also in place");
     check(test_small_sizes(), "MPI_Barrier / MPI_Bcast on every communicator size up to the "
                               "world's, 0 to 12 KiB from every root, vector vs. int layouts; "
