@@ -317,6 +317,45 @@ static pscom_request_t *post_block_recv(MPIR_Comm *comm, int tag, int from, void
     return preq;
 }
 
+/* exchange() with n <= SEND_TO_MAX partners at once: every receive posted (from[i].len bytes
+   into from[i].buf from rank from[i].rank), every send started (send_to_each), then the
+   receives waited for. Without memory for a receive our sends still go out, so that the others
+   finish. */
+typedef struct {
+    int rank;
+    void *buf;
+    size_t len;
+} recv_src_t;
+
+static int exchange_all(exchange_t *x, const recv_src_t *from, const send_dest_t *to, int n)
+{
+    pscom_request_t *rq[SEND_TO_MAX];
+    int mpi_errno = MPI_SUCCESS, err, posted = 0;
+    MPIR_Assert(n <= SEND_TO_MAX);
+    for (; posted < n; posted++) {
+        rq[posted] =
+            post_block_recv(x->comm, x->tag, from[posted].rank, from[posted].buf, from[posted].len);
+        if (!rq[posted])
+            break;
+    }
+    if (posted < n) {
+        *x->errflag = MPIR_ERR_OTHER;
+        mpi_errno = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                         MPI_ERR_OTHER, "**pscom_nomem", NULL);
+    }
+    err = send_to_each(x, to, n);
+    mpi_errno = mpi_errno ? mpi_errno : err;
+    for (int i = 0; i < posted; i++) {
+        x->preq = rq[i];
+        x->len = from[i].len;
+        err = wait_recv(x);
+        mpi_errno = mpi_errno ? mpi_errno : err;
+        MPIDI_PSCOM_preq_free(rq[i]);
+    }
+    x->preq = NULL;
+    return mpi_errno;
+}
+
 /* One segment of an Allreduce: out = the reduction of every rank's in. Our partial result
    stays in the send buffer until the first reduction writes it to out: on 2 ranks the partner
    reads the user's data as it is, without a copy into out first (which would also hand it the
@@ -386,43 +425,25 @@ static int allreduce_segment(exchange_t *x, const void *in, void *out, MPI_Aint 
 static int allreduce_blocks_segment(exchange_t *x, const void *in, void *out, MPI_Aint count,
                                     MPI_Datatype datatype, MPI_Op op, size_t type_size)
 {
-    int size = x->comm->local_size, rank = x->comm->rank, mpi_errno = MPI_SUCCESS, err, posted;
+    int size = x->comm->local_size, rank = x->comm->rank, mpi_errno, err;
     MPI_Aint base = count / size, extra = count % size;
 #define BLOCK_AT(j) ((size_t)((j)*base + MPL_MIN((j), extra)) * type_size)
 #define BLOCK_N(j)  (base + ((j) < extra))
     MPI_Aint my_n = BLOCK_N(rank);
     size_t my_len = (size_t)my_n * type_size, slot = (size_t)(base + (extra > 0)) * type_size;
     char *tmp = x->tmp, *mine_out = (char *)out + BLOCK_AT(rank);
-    pscom_request_t *rq[MPIDI_PSCOM_FLAT_COLL_MAX_RANKS];
+    recv_src_t from[MPIDI_PSCOM_FLAT_COLL_MAX_RANKS];
     send_dest_t to[MPIDI_PSCOM_FLAT_COLL_MAX_RANKS];
 
-    /* reduce-scatter: from rank - i into slot i - 1; to rank + i its block of ours */
-    for (posted = 0; posted < size - 1; posted++) {
-        int from = (rank - posted - 1 + size) % size;
-        rq[posted] = post_block_recv(x->comm, x->tag, from, tmp + posted * slot, my_len);
-        if (!rq[posted])
-            break;
-    }
-    if (posted < size - 1) {
-        *x->errflag = MPIR_ERR_OTHER;
-        mpi_errno = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_OTHER, "**pscom_nomem", NULL);
-    }
+    /* reduce-scatter: from rank - i its part of our block into slot i - 1; to rank + i its
+       block of ours */
     for (int i = 1; i < size; i++) {
-        int j = (rank + i) % size;
+        int r = (rank - i + size) % size, j = (rank + i) % size;
+        from[i - 1] = (recv_src_t){r, tmp + (size_t)(i - 1) * slot, my_len};
         to[i - 1] =
             (send_dest_t){j, (const char *)in + BLOCK_AT(j), (size_t)BLOCK_N(j) * type_size};
     }
-    err = send_to_each(x, to, size - 1);
-    mpi_errno = mpi_errno ? mpi_errno : err;
-    x->len = my_len;
-    for (int i = 0; i < posted; i++) {
-        x->preq = rq[i];
-        err = wait_recv(x);
-        mpi_errno = mpi_errno ? mpi_errno : err;
-        MPIDI_PSCOM_preq_free(rq[i]);
-    }
-    x->preq = NULL;
+    mpi_errno = exchange_all(x, from, to, size - 1);
     if (in != out)
         memcpy(mine_out, (const char *)in + BLOCK_AT(rank), my_len);
     for (int r = 0; r < size && !mpi_errno; r++) { /* slot of rank r: (rank - r) - 1 */
@@ -432,32 +453,14 @@ static int allreduce_blocks_segment(exchange_t *x, const void *in, void *out, MP
                                            my_n, datatype, op);
     }
 
-    /* allgather: block j from rank j straight into out, ours to every rank */
-    for (posted = 0; posted < size - 1; posted++) {
-        int from = (rank - posted - 1 + size) % size;
-        rq[posted] = post_block_recv(x->comm, x->tag, from, (char *)out + BLOCK_AT(from),
-                                     (size_t)BLOCK_N(from) * type_size);
-        if (!rq[posted])
-            break;
-    }
-    if (posted < size - 1 && !mpi_errno) {
-        *x->errflag = MPIR_ERR_OTHER;
-        mpi_errno = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_OTHER, "**pscom_nomem", NULL);
-    }
-    for (int i = 1; i < size; i++)
+    /* allgather: block r from rank r straight into out, ours to every rank */
+    for (int i = 1; i < size; i++) {
+        int r = (rank - i + size) % size;
+        from[i - 1] = (recv_src_t){r, (char *)out + BLOCK_AT(r), (size_t)BLOCK_N(r) * type_size};
         to[i - 1] = (send_dest_t){(rank + i) % size, mine_out, my_len};
-    err = send_to_each(x, to, size - 1);
-    mpi_errno = mpi_errno ? mpi_errno : err;
-    for (int i = 0; i < posted; i++) {
-        int from = (rank - i - 1 + size) % size;
-        x->preq = rq[i];
-        x->len = (size_t)BLOCK_N(from) * type_size;
-        err = wait_recv(x);
-        mpi_errno = mpi_errno ? mpi_errno : err;
-        MPIDI_PSCOM_preq_free(rq[i]);
     }
-    x->preq = NULL;
+    err = exchange_all(x, from, to, size - 1);
+    mpi_errno = mpi_errno ? mpi_errno : err;
     return mpi_errno;
 #undef BLOCK_AT
 #undef BLOCK_N
@@ -567,12 +570,11 @@ int MPIDI_PSCOM_allgather_direct(const void *sendbuf, MPI_Aint sendcount, MPI_Da
                                  MPIR_Comm *comm, MPIR_Errflag_t *errflag)
 {
     int mpi_errno = MPI_SUCCESS, err, rank = comm->rank, size = comm->local_size, r_contig,
-        s_contig, posted = 0;
+        s_contig;
     MPI_Aint r_size, s_size, r_lb, s_lb, r_extent, n;
     MPIR_Datatype *dt_ptr;
     void *spack = NULL;
     char *rpack = NULL;
-    pscom_request_t *rq[MPIDI_PSCOM_FLAT_COLL_MAX_RANKS];
 
     MPIDI_Datatype_get_info(recvcount, recvtype, r_contig, r_size, dt_ptr, r_lb);
     MPIR_Datatype_get_extent_macro(recvtype, r_extent);
@@ -610,42 +612,26 @@ int MPIDI_PSCOM_allgather_direct(const void *sendbuf, MPI_Aint sendcount, MPI_Da
     }
 
     exchange_t x = {.comm = comm, .tag = MPIR_ALLGATHER_TAG, .errflag = errflag};
+    recv_src_t from[MPIDI_PSCOM_FLAT_COLL_MAX_RANKS];
     send_dest_t to[MPIDI_PSCOM_FLAT_COLL_MAX_RANKS];
-    for (int i = 1; i < size; i++) { /* without memory for a receive our block still goes out */
-        int from = (rank - i + size) % size;
-        char *into = r_staged ? rpack + from * r_size : (char *)recvbuf + from * stride + r_lb;
-        rq[posted] = post_block_recv(comm, MPIR_ALLGATHER_TAG, from, into, (size_t)r_size);
-        if (!rq[posted]) {
-            *errflag = MPIR_ERR_OTHER;
-            mpi_errno = MPIR_Err_create_code(mpi_errno, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                             MPI_ERR_OTHER, "**pscom_nomem", NULL);
-            break;
-        }
-        posted++;
-    }
-    for (int i = 1; i < size; i++)
+    for (int i = 1; i < size; i++) {
+        int r = (rank - i + size) % size;
+        char *into = r_staged ? rpack + r * r_size : (char *)recvbuf + r * stride + r_lb;
+        from[i - 1] = (recv_src_t){r, into, (size_t)r_size};
         to[i - 1] = (send_dest_t){(rank + i) % size, out, (size_t)r_size};
-    err = send_to_each(&x, to, size - 1);
+    }
+    err = exchange_all(&x, from, to, size - 1);
     mpi_errno = mpi_errno ? mpi_errno : err;
+    for (int i = 1; i < size && r_staged && !err; i++) {
+        int r = (rank - i + size) % size;
+        err = MPIR_Typerep_unpack(rpack + r * r_size, r_size, (char *)recvbuf + r * stride,
+                                  recvcount, recvtype, 0, &n);
+        mpi_errno = mpi_errno ? mpi_errno : err;
+    }
     if (sendbuf != MPI_IN_PLACE) {
         err = MPIR_Localcopy(sendbuf, sendcount, sendtype, mine, recvcount, recvtype);
         mpi_errno = mpi_errno ? mpi_errno : err;
     }
-    for (int i = 0; i < posted; i++) {
-        x.preq = rq[i];
-        x.tmp = NULL;
-        x.len = (size_t)r_size;
-        err = wait_recv(&x);
-        mpi_errno = mpi_errno ? mpi_errno : err;
-        if (r_staged && !err) {
-            int from = (rank - i - 1 + size) % size;
-            err = MPIR_Typerep_unpack(rpack + from * r_size, r_size,
-                                      (char *)recvbuf + from * stride, recvcount, recvtype, 0, &n);
-            mpi_errno = mpi_errno ? mpi_errno : err;
-        }
-        MPIDI_PSCOM_preq_free(rq[i]);
-    }
-    x.preq = NULL;
     mpi_errno = exchange_finish(&x, mpi_errno);
 
 fn_exit:
