@@ -320,7 +320,7 @@ static pscom_request_t *post_block_recv(MPIR_Comm *comm, int tag, int from, void
 /* exchange() with n <= SEND_TO_MAX partners at once: every receive posted (from[i].len bytes
    into from[i].buf from rank from[i].rank), every send started (send_to_each), then the
    receives waited for. Without memory for a receive our sends still go out, so that the others
-   finish. */
+   finish. x's own receive (x->preq) is left as it was. */
 typedef struct {
     int rank;
     void *buf;
@@ -329,7 +329,7 @@ typedef struct {
 
 static int exchange_all(exchange_t *x, const recv_src_t *from, const send_dest_t *to, int n)
 {
-    pscom_request_t *rq[SEND_TO_MAX];
+    pscom_request_t *rq[SEND_TO_MAX], *own = x->preq;
     int mpi_errno = MPI_SUCCESS, err, posted = 0;
     MPIR_Assert(n <= SEND_TO_MAX);
     for (; posted < n; posted++) {
@@ -352,7 +352,7 @@ static int exchange_all(exchange_t *x, const recv_src_t *from, const send_dest_t
         mpi_errno = mpi_errno ? mpi_errno : err;
         MPIDI_PSCOM_preq_free(rq[i]);
     }
-    x->preq = NULL;
+    x->preq = own;
     return mpi_errno;
 }
 
@@ -420,10 +420,11 @@ static int allreduce_segment(exchange_t *x, const void *in, void *out, MPI_Aint 
    data to rank j and reduces its own block from all ranks' (a reduce-scatter), then sends the
    result to every rank (an allgather), each phase all at once. Two phases, where recursive
    halving and doubling (MPICH's from 2 KiB) take 2 log2(p) steps that each wait for a partner.
-   Every block is reduced on one rank, in rank order, so every rank gets the same bits. tmp (x)
+   Every block is reduced on one rank, in rank order, so every rank gets the same bits. tmp
    takes the others' parts of our block: size - 1 blocks. */
-static int allreduce_blocks_segment(exchange_t *x, const void *in, void *out, MPI_Aint count,
-                                    MPI_Datatype datatype, MPI_Op op, size_t type_size)
+static int allreduce_blocks_segment(exchange_t *x, char *tmp, const void *in, void *out,
+                                    MPI_Aint count, MPI_Datatype datatype, MPI_Op op,
+                                    size_t type_size)
 {
     int size = x->comm->local_size, rank = x->comm->rank, mpi_errno, err;
     MPI_Aint base = count / size, extra = count % size;
@@ -431,7 +432,7 @@ static int allreduce_blocks_segment(exchange_t *x, const void *in, void *out, MP
 #define BLOCK_N(j)  (base + ((j) < extra))
     MPI_Aint my_n = BLOCK_N(rank);
     size_t my_len = (size_t)my_n * type_size, slot = (size_t)(base + (extra > 0)) * type_size;
-    char *tmp = x->tmp, *mine_out = (char *)out + BLOCK_AT(rank);
+    char *mine_out = (char *)out + BLOCK_AT(rank);
     recv_src_t from[MPIDI_PSCOM_FLAT_COLL_MAX_RANKS];
     send_dest_t to[MPIDI_PSCOM_FLAT_COLL_MAX_RANKS];
 
@@ -527,18 +528,12 @@ int MPIDI_PSCOM_allreduce_direct(const void *sendbuf, void *recvbuf, MPI_Aint co
         MPI_Aint n = MPL_MIN(per_segment, count - done);
         size_t off = (size_t)done * (size_t)type_size;
         x.len = (size_t)n * (size_t)type_size;
-        if (!small && comm->local_size > 2 && n >= comm->local_size) {
-            pscom_request_t *preq = x.preq; /* kept for exchange_finish */
-            void *rd_tmp = x.tmp;
-            x.tmp = tmp;
-            err = allreduce_blocks_segment(&x, (const char *)in + off, (char *)recvbuf + off, n,
-                                           datatype, op, (size_t)type_size);
-            x.preq = preq;
-            x.tmp = rd_tmp;
-        } else {
+        if (!small && comm->local_size > 2 && n >= comm->local_size)
+            err = allreduce_blocks_segment(&x, tmp, (const char *)in + off, (char *)recvbuf + off,
+                                           n, datatype, op, (size_t)type_size);
+        else
             err = allreduce_segment(&x, (const char *)in + off, (char *)recvbuf + off, n, datatype,
                                     op);
-        }
         if (err && !mpi_errno)
             mpi_errno = err; /* the others still wait for our parts */
     }
