@@ -11,6 +11,13 @@
  *                they arrive unexpected; it then takes them with MPI_ANY_SOURCE, the order
  *                checked per sender, and its peak resident memory may have grown by at most
  *                PSP_UNEXPECTED_MAX + a margin
+ *   behind       (argument "behind", 2 ranks, a large PSP_UNEXPECTED_MAX) rank 1 MPI_Sends
+ *                BEHIND_N x 1 KiB to a receiver that starts late and then takes each message
+ *                more slowly than they come, making progress meanwhile (MPI_Iprobe): the
+ *                sender runs out of credit again and again, and its window must not grow for
+ *                a receiver that is behind (it would only let the sender run further ahead),
+ *                so the receiver's peak memory grows by at most the largest first window
+ *                (4 MiB) + a margin, far below what PSP_UNEXPECTED_MAX allows
  *
  * The job runs with PSP_UNEXPECTED_MAX set (a size: 4096, 64k, 4M). Rank 0 prints TAP.
  */
@@ -29,7 +36,10 @@
 #define FLOOD_N   1000000
 #define POLL_S    1.5
 /* what else may grow while the flood is received: MPICH's request pool, malloc's arenas */
-#define MARGIN_KB (8 * 1024)
+#define MARGIN_KB        (8 * 1024)
+#define BEHIND_N         65536
+#define BEHIND_WINDOW_KB (4 * 1024) /* a connection's first window at most (pscom_fc.c) */
+#define BEHIND_WORK_S    2e-6       /* the receiver's work per message */
 
 static void later_first(int rank, int size)
 {
@@ -69,6 +79,61 @@ static void later_first(int rank, int size)
     check(ok, what);
 }
 
+/* VmHWM from here on: "5" resets it to the current size (Linux 4.0) */
+static long peak_reset(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) {
+        fputs("5", f);
+        fclose(f);
+    }
+    return proc_status_kb("VmRSS");
+}
+
+static void behind(int rank)
+{
+    int ok = 1;
+    long grew_kb = 0;
+    char buf[1024];
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1) {
+        for (int i = 0; i < BEHIND_N; i++) {
+            memcpy(buf, &i, sizeof(i));
+            MPI_Send(buf, sizeof(buf), MPI_BYTE, 0, 4, MPI_COMM_WORLD);
+        }
+    } else if (rank == 0) {
+        long before_kb = peak_reset();
+        double until = MPI_Wtime() + 0.2;
+        while (MPI_Wtime() < until) { /* late: the first window arrives unexpected */
+            int flag;
+            MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        }
+        for (int i = 0; i < BEHIND_N; i++) {
+            int got = -1;
+            MPI_Recv(buf, sizeof(buf), MPI_BYTE, 1, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            memcpy(&got, buf, sizeof(got));
+            ok &= got == i;
+            /* other MPI work: progress reads what comes, and it waits unexpected */
+            for (double t = MPI_Wtime() + BEHIND_WORK_S; MPI_Wtime() < t;) {
+                int flag;
+                MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+            }
+        }
+        grew_kb = vmhwm_kb() - before_kb;
+        if (!getenv("MPITEST_SANITIZED"))
+            ok &= grew_kb >= 0 && grew_kb < BEHIND_WINDOW_KB + MARGIN_KB;
+        printf("# the receiver's peak memory grew by %ld KiB during %d x 1 KiB (first window "
+               "at most %d KiB, margin %d KiB)\n",
+               grew_kb, BEHIND_N, BEHIND_WINDOW_KB, MARGIN_KB);
+    }
+    char what[160];
+    snprintf(what, sizeof(what),
+             "%d x 1 KiB MPI_Send at a receiver that is behind: all in order, the sender's "
+             "window not grown",
+             BEHIND_N);
+    check(ok, what);
+}
+
 static void flood(int rank, int size, long limit_kb)
 {
     int senders = size - 1, n = FLOOD_N / senders, ok = 1;
@@ -80,13 +145,7 @@ static void flood(int rank, int size, long limit_kb)
             MPI_Send(&msg, 1, MPI_LONG_LONG, 0, 3, MPI_COMM_WORLD);
         }
     } else {
-        /* the peak from here on: "5" resets VmHWM to the current size (Linux 4.0) */
-        FILE *f = fopen("/proc/self/clear_refs", "w");
-        if (f) {
-            fputs("5", f);
-            fclose(f);
-        }
-        before_kb = proc_status_kb("VmRSS");
+        before_kb = peak_reset();
         /* late, but progressing: what arrives meanwhile is unexpected */
         double until = MPI_Wtime() + POLL_S;
         while (MPI_Wtime() < until) {
@@ -135,6 +194,15 @@ int main(int argc, char **argv)
                                : 0;
     if (limit && !strcmp(limit, "inf")) /* no flow control: shows what it saves */
         limit_kb = 1L << 40;
+    if (argc > 1 && !strcmp(argv[1], "behind")) {
+        if (rank == 0)
+            printf(size == 2 ? "1..1\n" : "Bail out! flood behind needs 2 ranks\n");
+        if (size != 2)
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        behind(rank);
+        MPI_Finalize();
+        return 0;
+    }
     if (rank == 0)
         printf("1..2\n");
     if (size < 2 || limit_kb <= 0) {

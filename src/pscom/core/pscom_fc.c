@@ -19,10 +19,11 @@
  * connection's rendezvous threshold (at least FC_WINDOW_MIN, at most FC_WINDOW_MAX): enough
  * that a stream of eager messages into posted receives never runs dry. Once the pool is spent,
  * later connections keep FC_INITIAL (their larger messages go rendezvous). A connection whose
- * sender runs out of credit (a rendezvous request below the threshold shows it) doubles its
- * window from what the pool has left (pscom_fc_starved). Credit applies to
- * every transport, also where PSP_<ARCH>_RENDEZVOUS=inf (rendezvous is core's protocol and
- * works over each); PSP_UNEXPECTED_MAX=inf switches it off. Tag matching in the transport
+ * sender runs out of credit (a rendezvous request below the threshold shows it) while a receive
+ * waits for that message doubles its window from what the pool has left (pscom_fc_starved);
+ * one whose receiver is behind (its receives mostly find messages that waited) keeps it.
+ * Credit applies to every transport, also where PSP_<ARCH>_RENDEZVOUS=inf (rendezvous is
+ * core's protocol and works over each); PSP_UNEXPECTED_MAX=inf switches it off. Tag matching in the transport
  * (pscom_tag.c, UCX's tag API) bypasses core's queues and so this limit: UCX keeps its own
  * unexpected messages.
  */
@@ -103,13 +104,18 @@ void pscom_fc_con_free(pscom_con_t *con)
     con->fc_reserved = 0;
 }
 
-/* A rendezvous request for a message below the rendezvous threshold: its sender ran out of
-   credit. If the pool has room, double the window (once per round of grants, however many
-   such requests come meanwhile): a stream into receives posted a moment late (a bandwidth
-   loop over tcp, 1 MiB eager) then goes eager again. */
+/* A rendezvous request for a message below the rendezvous threshold that a posted receive
+   took: its sender ran out of credit while we waited. If the pool has room, double the window
+   (once per round of grants, however many such requests come meanwhile): a stream with more
+   in flight than the window holds (a bandwidth loop over tcp, 1 MiB eager) then goes eager
+   again. Not for a receiver that is behind, whose receives mostly take messages that waited
+   unexpected (over tcp the backlog waits in the socket, and the receive that waits for the
+   next message says nothing): a larger window would only let the sender run further ahead. */
 void pscom_fc_starved(pscom_con_t *con)
 {
     if (con->fc_grown || con->fc_window >= FC_UNLIMITED)
+        return;
+    if ((con->fc_late_old + con->fc_late) * 2 > con->fc_taken_old + con->fc_taken)
         return;
     uint64_t more = con->fc_window < pscom_global.fc_pool ? con->fc_window : pscom_global.fc_pool;
     if (more < FC_GROW_MIN)
@@ -127,6 +133,9 @@ void pscom_fc_grant(pscom_con_t *con)
     uint64_t n = con->fc_return;
     con->fc_return = 0;
     con->fc_grown = 0;
+    con->fc_taken_old = con->fc_taken_old / 2 + con->fc_taken;
+    con->fc_late_old = con->fc_late_old / 2 + con->fc_late;
+    con->fc_taken = con->fc_late = 0;
     /* a connection going away needs no credit, and an unlimited one never runs out */
     if (con->pub.state != PSCOM_CON_STATE_RW || con->closed || con->user_closed ||
         con->fc_window == FC_UNLIMITED)
@@ -164,6 +173,7 @@ void pscom_fc_gen_taken(pscom_con_t *con, pscom_req_t *gen)
     gen->fc_cost = 0;
     pscom_stats.unexp_bytes -= cost;
     pscom_fc_consumed(con, cost);
+    con->fc_late += cost;
 }
 
 void pscom_fc_gen_dropped(pscom_req_t *gen)

@@ -160,12 +160,16 @@ pscom_req_t *pscom_rndv_dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
             inner->xheader_len != hdr->xheader_len - pre || inner->data_len != r.len ||
             r.len > PSCOM_DATA_LEN_MAX)
             return (pscom_req_t *)-1;
-        if (r.len < con->rndv_threshold)
-            pscom_fc_starved(con);
         /* match exactly like an eager message, then pull (or park the generated one) */
         pscom_req_t *req = pscom_recv_match(con, inner, 1);
         if (!req)
             return NULL;
+        /* sent so for want of credit into a receive that waits for it: credit was short, not
+           the receiver. A receiver that is behind (the message waits unexpected) gets no more
+           window: it would only let the sender run further ahead (a Bcast loop's root held
+           60 MB of messages at a rank descheduled on a crowded node). */
+        if (r.len < con->rndv_threshold && !(req->pub.state & PSCOM_REQ_STATE_GRECV))
+            pscom_fc_starved(con);
         req->rndv_addr = r.addr;
         req->rndv_len = r.len;
         req->rndv_send_id = r.send_id;
