@@ -6,6 +6,10 @@
  * Waits: pscom_wait for a small and for a large message, pscom_probe, pscom_recv,
  * pscom_progress(-1), and a sender waiting in pscom_wait for a large send the receiver
  * posts late.
+ * Then wakeups in a row: a ping-pong whose sides answer after PSP_SPIN_US (1 ms) give or take
+ * 10 %, so that the message comes while its receiver is about to sleep: the publish and the
+ * receiver's last look before it sleeps race (the shm ring's fence, shm_fence.h). A missed
+ * wakeup shows as a wait of a whole block timeout (1 s); each wait must stay below half that.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,12 +145,48 @@ static void late(pscom_connection_t *con)
     tu_req_free(s);
 }
 
+#define WAKEUPS 1000
+
+static void wakeups(pscom_connection_t *con)
+{
+    double longest = 0;
+    int good = 1;
+    unsigned seed = 12345u + (unsigned)tu_rank;
+    const char *spin = getenv("PSP_SPIN_US");
+    unsigned spin_us = spin ? (unsigned)atoi(spin) : 1000;
+    tu_barrier();
+    for (int i = 0; i < WAKEUPS; i++) {
+        int mine = (i & 1) == tu_rank; /* whose turn it is to send */
+        if (mine) {
+            usleep(spin_us * 9 / 10 + (unsigned)(rand_r(&seed) % (spin_us / 5 + 50)));
+            pscom_request_t *s = tu_post_send(con, 7, (uint64_t)i, 8, TU_XH);
+            pscom_wait(s);
+            good &= pscom_req_successful(s);
+            tu_req_free(s);
+        } else {
+            pscom_request_t *r = tu_post_recv(con, NULL, 8, TU_XH, -1);
+            double t0 = tu_now();
+            pscom_wait(r);
+            double t = tu_now() - t0;
+            if (t > longest)
+                longest = t;
+            good &= tu_recv_good(r, 7, 1 - tu_rank, i, 8, TU_XH);
+            tu_req_free(r);
+        }
+    }
+    ok(good && longest < 0.5,
+       "%d waits for a message sent as the receiver goes to sleep: none "
+       "missed its wakeup (longest %.3f s)",
+       WAKEUPS / 2, longest);
+}
+
 static void body(pscom_socket_t *sock, pscom_connection_t *con)
 {
     if (tu_rank == 0)
         waiter(sock, con);
     else
         late(con);
+    wakeups(con);
 }
 
 int main(void)

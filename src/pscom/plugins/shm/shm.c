@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "pscom_plugin.h"
 #include "shm_arena.h"
+#include "shm_fence.h"
 #include "shm_offer.h"
 
 static struct {
@@ -79,6 +80,7 @@ struct shm_con {
     int pingpong;        /* so for the record being written: see rec_fill and out_publish */
     pscom_ufd_t ufd;     /* doorbell and peer-death detector */
     int busy, dead, cma_ok;
+    int light; /* publish without a fence: the consumer fences before it sleeps (shm_fence.h) */
 };
 
 /* Read by the peer at connection start: does single copy (process_vm_readv) work between us?
@@ -110,6 +112,7 @@ static unsigned list_gen;
 static uint64_t shm_ring_full, shm_doorbells; /* PSP_DEBUG_STATS: shm_counters */
 static pscom_poller_t poller;
 static int poller_on;
+static int fence_ok; /* registered for the consumers' fences; we fence before we sleep */
 
 static shm_con_t *shm_con_new(pscom_con_t *con, shm_pair_t *pair, shm_arena_t *arena, int creator)
 {
@@ -123,6 +126,7 @@ static shm_con_t *shm_con_new(pscom_con_t *con, shm_pair_t *pair, shm_arena_t *a
     sc->out = shm_pair_ring(pair, creator ? 0 : 1);
     sc->in = shm_pair_ring(pair, creator ? 1 : 0);
     sc->cma_ok = cfg.cma;
+    sc->in->fences = (uint32_t)fence_ok; /* read by the producer once the handshake is done */
     list_init(&sc->link);
     return sc;
 }
@@ -203,9 +207,15 @@ static inline void out_publish(shm_con_t *sc, shm_rec_t *rec, uint32_t len, uint
     if (end != sc->zhint)
         atomic_store_explicit(&shm_ring_rec(sc->out, sc->woff + size)->word, 0,
                               memory_order_relaxed);
-    /* seq_cst: orders the publish before the recv_sleeping check (Dekker with the consumer's
-       prepare_block); a release too, for the payload and the zero header behind */
-    atomic_store(&rec->word, shm_rec_word(++sc->wseq, len));
+    /* ordered before the recv_sleeping check below (Dekker with the consumer's prepare_block):
+       by the consumer's fence where it makes one (shm_fence.h), else by seq_cst. A release in
+       both cases, for the payload and the zero header behind. */
+    if (sc->light) {
+        atomic_store_explicit(&rec->word, shm_rec_word(++sc->wseq, len), memory_order_release);
+        atomic_signal_fence(memory_order_seq_cst);
+    } else {
+        atomic_store(&rec->word, shm_rec_word(++sc->wseq, len));
+    }
     sc->wpos = end;
     sc->woff += size;
     if (atomic_load(&sc->out->recv_sleeping) && atomic_exchange(&sc->out->recv_sleeping, 0))
@@ -430,6 +440,18 @@ static int shm_prepare_block(pscom_poller_t *p)
     {
         shm_con_t *sc = list_entry(l, shm_con_t, link);
         atomic_store(&sc->in->recv_sleeping, 1);
+    }
+    /* for the producers that publish without a fence; without it we must not sleep */
+    if (fence_ok && !list_empty(&active) && shm_fence_heavy() != 0) {
+        static int told;
+        if (!told++)
+            pscom_log(1, "warning: shm: membarrier failed (%s): waiting without sleeping",
+                      strerror(errno));
+        return 1;
+    }
+    list_for_each(l, &active)
+    {
+        shm_con_t *sc = list_entry(l, shm_con_t, link);
         if (in_ready(sc, memory_order_seq_cst))
             work = 1;
         /* waiting for ring space: keep polling. The consumer's wakeup for it is best effort
@@ -709,6 +731,7 @@ static void shm_start(pscom_con_t *con, int fd)
     n_active++;
     list_gen++;
     pscom_con_set_transport(con, &shm_ops, sc);
+    sc->light = fence_ok && sc->out->fences;
     set_rendezvous(sc);
     if (!poller_on) {
         poller = (pscom_poller_t){
@@ -730,6 +753,8 @@ static int shm_init(void)
         cfg.slot_size = (cfg.slot_size + 63) & ~63u;
         pscom_log(1, "warning: PSP_SHM_SLOT_SIZE rounded up to %u", cfg.slot_size);
     }
+    fence_ok = shm_fence_init();
+    PSCOM_LOG(2, "shm: publish %s", fence_ok ? "without a fence (membarrier)" : "with a fence");
     return 0;
 }
 

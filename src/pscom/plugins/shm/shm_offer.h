@@ -11,9 +11,10 @@
 
 /* offer versions: 1 a segment per connection, no magic; 2 slots freed by length; 3 slots
    published by seq; 4 slots a line apart (shm_slot_stride); 5 copy jobs say who pulls; 6 rings
-   of records packed one after the other (shm_sysv.h) */
+   of records packed one after the other (shm_sysv.h); 7 the consumer says whether it fences
+   before it sleeps (shm_ring_t.fences) */
 #define SHM_OFFER_MAGIC   0x4f6d6873u /* "shmO" */
-#define SHM_OFFER_VERSION 6u
+#define SHM_OFFER_VERSION 7u
 
 typedef struct shm_offer {
     uint32_t magic;

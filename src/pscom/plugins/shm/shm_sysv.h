@@ -60,8 +60,10 @@ static inline uint32_t shm_rec_span(uint32_t off, uint32_t what)
 
 typedef struct shm_ring {
     _Alignas(64) _Atomic uint32_t recv_sleeping; /* consumer blocks: producer rings the bell */
-    _Alignas(64) _Atomic uint32_t send_waiting;  /* producer waits for room */
-    _Alignas(64) _Atomic uint64_t consumed;      /* bytes the consumer is done with, in all */
+    uint32_t fences; /* set by the consumer before the handshake: it fences before it sleeps
+                        (shm_fence.h), so the producer's publish needs no fence of its own */
+    _Alignas(64) _Atomic uint32_t send_waiting; /* producer waits for room */
+    _Alignas(64) _Atomic uint64_t consumed;     /* bytes the consumer is done with, in all */
     shm_copy_job_t job; /* consumer (data receiver) asks the producer to help copy */
     _Alignas(64) unsigned char bytes[];
 } shm_ring_t;
