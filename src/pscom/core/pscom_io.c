@@ -847,7 +847,7 @@ static void merge(pscom_req_t *req, pscom_req_t *gen)
     }
 }
 
-static pscom_req_t *find_generated(pscom_req_t *req)
+static pscom_req_t *find_generated_in(pscom_req_t *req)
 {
     list_head_t *p;
     if (req->pub.connection) {
@@ -867,6 +867,14 @@ static pscom_req_t *find_generated(pscom_req_t *req)
         }
     }
     return NULL;
+}
+
+/* most receives find nothing waiting: no call then */
+static inline pscom_req_t *find_generated(pscom_req_t *req)
+{
+    const list_head_t *q = req->pub.connection ? &get_con(req->pub.connection)->genq
+                                               : &get_sock(req->pub.socket)->genq_any;
+    return list_empty(q) ? NULL : find_generated_in(req);
 }
 
 static void post_recv(pscom_request_t *pub, void *gpu_dst)

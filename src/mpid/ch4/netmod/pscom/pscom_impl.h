@@ -191,6 +191,7 @@ int MPIDI_PSCOM_tagged_accept(pscom_request_t *preq, pscom_connection_t *con,
                               pscom_header_net_t *header);
 void MPIDI_PSCOM_tagged_send_done(pscom_request_t *preq);
 void MPIDI_PSCOM_tagged_recv_done(pscom_request_t *preq);
+void MPIDI_PSCOM_tagged_recv_io_done(pscom_request_t *preq);
 void MPIDI_PSCOM_mrecv_done(pscom_request_t *preq);
 void MPIDI_PSCOM_mrecv_post(MPIR_Request *rreq, void *buf, MPI_Aint count, MPI_Datatype datatype);
 pscom_request_t *MPIDI_PSCOM_ack_recv(pscom_header_net_t *header);

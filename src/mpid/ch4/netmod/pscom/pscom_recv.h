@@ -52,6 +52,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_PSCOM_irecv_pscom(void *buf, MPI_Aint count,
     } else {
         preq->data = MPIR_get_contig_ptr(buf, dt_true_lb);
         r->count = (MPI_Aint)data_sz; /* its room, should a chunked message come (pscom_pipe.c) */
+        preq->ops.io_done = MPIDI_PSCOM_tagged_recv_io_done;
     }
     preq->data_len = data_sz;
 

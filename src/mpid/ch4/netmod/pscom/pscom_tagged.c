@@ -77,12 +77,10 @@ static void send_ack(pscom_request_t *preq)
 
 /* A receive into a staging buffer (non-contiguous type): bytes of it arrived; unpack them into
    the user's buffer. Returns what landed there. */
-static size_t unpack_staged(MPIR_Request *rreq, size_t bytes)
+static __attribute__((noinline)) size_t unpack_staged_now(MPIR_Request *rreq, size_t bytes)
 {
     MPIDI_PSCOM_request_t *r = &MPIDI_PSCOM_REQ(rreq);
     MPI_Aint unpacked;
-    if (!r->pack_buf || !bytes)
-        return bytes;
     int err = MPIDI_PSCOM_unpack(r->pack_buf, bytes, r->user_buf, r->count, r->datatype, &unpacked);
     if (err != MPI_SUCCESS && rreq->status.MPI_ERROR == MPI_SUCCESS)
         rreq->status.MPI_ERROR = err; /* device memory could not be written */
@@ -94,7 +92,13 @@ static size_t unpack_staged(MPIR_Request *rreq, size_t bytes)
     return (size_t)unpacked;
 }
 
-static void release_staged(MPIDI_PSCOM_request_t *r)
+/* most receives go straight into the user's buffer: no call then */
+static inline size_t unpack_staged(MPIR_Request *rreq, size_t bytes)
+{
+    return MPIDI_PSCOM_REQ(rreq).pack_buf && bytes ? unpack_staged_now(rreq, bytes) : bytes;
+}
+
+static inline void release_staged(MPIDI_PSCOM_request_t *r)
 {
     if (r->pack_buf) {
         MPIDI_PSCOM_stage_free(r->pack_buf);
@@ -179,6 +183,21 @@ static void pipe_recv_done(pscom_request_t *preq)
         MPIR_Datatype_release_if_not_builtin(r->datatype);
     }
     recv_done(preq);
+}
+
+/* io_done of a receive into the user's buffer (pscom_recv.h): where nothing waits in the
+   completion queue before it and finishing it calls nothing of pscom's (no ssend ack, no
+   chunked message, no error), it is finished here, inside pscom's call, as pscom_tagmatch.h's
+   completions are; else queued as every other request's. */
+void MPIDI_PSCOM_tagged_recv_io_done(pscom_request_t *preq)
+{
+    const MPIDI_PSCOM_global_t *g = &MPIDI_PSCOM_global;
+    const MPIDI_PSCOM_tagged_xhdr_t *xh = preq->xheader;
+    if (!g->done_head && !g->in_drain && xh->type == MPIDI_PSCOM_MSG_TAGGED &&
+        !(preq->state & (PSCOM_REQ_STATE_ERROR | PSCOM_REQ_STATE_CANCELED)))
+        recv_done(preq);
+    else
+        MPIDI_PSCOM_io_done(preq);
 }
 
 void MPIDI_PSCOM_tagged_recv_done(pscom_request_t *preq)
