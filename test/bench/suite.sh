@@ -284,6 +284,8 @@ NR == 1 { next }
     if (!(k in seen)) { seen[k] = 1; keys[++n] = k }
     vals[k, $2] = vals[k, $2] " " $7
     cnt[k, $2]++
+    rep[k, $2, $3] = $7
+    if ($3 + 0 > maxrep) maxrep = $3 + 0
 }
 END {
     for (j = 1; j <= n; j++) {
@@ -300,13 +302,30 @@ END {
             else if (v != "" && (peer == "" || (hb ? v + 0 > peer + 0 : v + 0 < peer + 0))) peer = v
         }
         r = (ours != "" && peer != "" && peer > 0) ? sprintf("%.3f", ours / peer) : ""
-        printf "%d,%d,%d,%d,%s,%s%s\n", tord[tr], ord[met], np, size, line, r, cnts
+        # repetition by repetition (interleaved: A B C of one repetition ran back to back, on
+        # the host in the same state as a rule): in how many did ours lose to the better peer?
+        lost = 0; cmp = 0
+        for (q = 1; q <= maxrep; q++) {
+            if (!((keys[j], "ours", q) in rep)) continue
+            b = ""
+            for (i = 1; i <= nm; i++) {
+                if (M[i] == "ours" || !((keys[j], M[i], q) in rep)) continue
+                x = rep[keys[j], M[i], q]
+                if (b == "" || (hb ? x + 0 > b + 0 : x + 0 < b + 0)) b = x
+            }
+            if (b == "") continue
+            cmp++
+            x = rep[keys[j], "ours", q]
+            if (hb ? x + 0 < b + 0 : x + 0 > b + 0) lost++
+        }
+        printf "%d,%d,%d,%d,%s,%s,%s%s\n", tord[tr], ord[met], np, size, line, r,
+            cmp ? lost "/" cmp : "", cnts
     }
 }' "$RAW" | sort -t, -k1,1n -k2,2n -k3,3n -k4,4n | cut -d, -f5- >"$SUM.tmp"
 {
     printf "transport,metric,size,np,unit,better"
     for m in $ACTIVE; do printf ",%s" "$m"; done
-    printf ",ours_over_best_peer"
+    printf ",ours_over_best_peer,ours_lost_reps"
     for m in $ACTIVE; do printf ",n_%s" "$m"; done
     echo
     cat "$SUM.tmp"
@@ -335,15 +354,16 @@ NR == 1 { next }
         printf "\n== %s: median of up to %d repetition%s%s\n", tr, reps, reps == 1 ? "" : "s", quick ? " (QUICK run)" : ""
         printf "%-28s %-6s", "metric", "unit"
         for (i = 1; i <= nm; i++) printf " %10s", M[i]
-        printf " %9s\n", "ours/best"
+        printf " %9s  %s\n", "ours/best", "lost"
         last_tr = tr; last_met = met
     } else if (met != last_met) { print ""; last_met = met }
     name = met (met ~ /^(barrier|startup|rss|rss_coll|alltoall_errors)$/ ? "" : " " human(size)) (np != 2 || met ~ /^(barrier|bcast|allreduce|alltoall|allgather|startup|rss|rss_coll)$/ ? " np " np : "")
     printf "%-28s %-6s", name, unit
     for (i = 1; i <= nm; i++) printf " %10s", fmt($(6 + i))
-    r = $(7 + nm)
-    verdict = r == "" ? "" : (hb ? r >= 1.1 : r <= 0.9) ? "  better" : (hb ? r <= 0.9 : r >= 1.1) ? "  WORSE" : "  ~"
-    printf " %9s%s\n", r == "" ? "-" : sprintf(r < 0.1 ? "%.3f" : "%.2f", r), verdict
+    r = $(7 + nm); lost = $(8 + nm); split(lost, L, "/")
+    # beyond 10 % in the medians and the same in every repetition; in the medians only: mixed
+    verdict = r == "" ? "" : (hb ? r >= 1.1 : r <= 0.9) ? (L[1] == 0 ? "better" : "mixed") : (hb ? r <= 0.9 : r >= 1.1) ? (L[1] == L[2] ? "WORSE" : "mixed") : "~"
+    printf " %9s  %-4s  %s\n", r == "" ? "-" : sprintf(r < 0.1 ? "%.3f" : "%.2f", r), lost == "" ? "-" : lost, verdict
 }' "$SUM" >>"$RES/summary.txt"
 # small-message latency per repetition with the host's state before each run (host.csv): on a
 # host whose vCPUs move between sharing a core and not, only runs of one state compare
