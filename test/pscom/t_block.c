@@ -7,9 +7,11 @@
  * pscom_progress(-1), and a sender waiting in pscom_wait for a large send the receiver
  * posts late.
  * Then wakeups in a row: a ping-pong whose sides answer after PSP_SPIN_US (1 ms) give or take
- * 10 %, so that the message comes while its receiver is about to sleep: the publish and the
- * receiver's last look before it sleeps race (the shm ring's fence, shm_fence.h). A missed
- * wakeup shows as a wait of a whole block timeout (1 s); each wait must stay below half that.
+ * 10 %, so that messages come around the moment their receiver goes to sleep, where the
+ * publish and the receiver's last look before it sleeps race (the shm ring's fence,
+ * shm_fence.h; the window is a store's way to the cache, so a run hits it now and then, not
+ * every time). A missed wakeup shows as a wait of a whole block timeout (1 s); each wait must
+ * stay below half that.
  */
 #include <stdio.h>
 #include <stdlib.h>

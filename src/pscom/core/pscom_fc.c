@@ -23,9 +23,9 @@
  * waits for that message doubles its window from what the pool has left (pscom_fc_starved);
  * one whose receiver is behind (its receives mostly find messages that waited) keeps it.
  * Credit applies to every transport, also where PSP_<ARCH>_RENDEZVOUS=inf (rendezvous is
- * core's protocol and works over each); PSP_UNEXPECTED_MAX=inf switches it off. Tag matching in the transport
- * (pscom_tag.c, UCX's tag API) bypasses core's queues and so this limit: UCX keeps its own
- * unexpected messages.
+ * core's protocol and works over each); PSP_UNEXPECTED_MAX=inf switches it off. Tag matching
+ * in the transport (pscom_tag.c, UCX's tag API) bypasses core's queues and so this limit: UCX
+ * keeps its own unexpected messages.
  */
 #include <stdint.h>
 #include <string.h>
