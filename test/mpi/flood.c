@@ -17,7 +17,8 @@
  *                sender runs out of credit again and again, and its window must not grow for
  *                a receiver that is behind (it would only let the sender run further ahead),
  *                so the receiver's peak memory grows by at most the largest first window
- *                (4 MiB) + a margin, far below what PSP_UNEXPECTED_MAX allows
+ *                (4 MiB) + a margin, far below what PSP_UNEXPECTED_MAX allows (flood.t runs it
+ *                over shm: see there for tcp)
  *
  * The job runs with PSP_UNEXPECTED_MAX set (a size: 4096, 64k, 4M). Rank 0 prints TAP.
  */
