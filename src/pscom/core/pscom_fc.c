@@ -117,12 +117,13 @@ void pscom_fc_starved(pscom_con_t *con)
 {
     if (con->fc_grown || con->fc_window >= FC_UNLIMITED)
         return;
-    if ((con->fc_late_old + con->fc_late) * 2 > con->fc_taken_old + con->fc_taken)
+    /* fc_return holds only bytes taken here: nothing grew since the last grant */
+    if ((con->fc_late_old + con->fc_late) * 2 > con->fc_taken_old + con->fc_return)
         return;
     uint64_t more = con->fc_window < pscom_global.fc_pool ? con->fc_window : pscom_global.fc_pool;
     if (more < FC_GROW_MIN)
         return;
-    con->fc_grown = 1;
+    con->fc_grown = more;
     pscom_global.fc_pool -= more;
     con->fc_reserved += more;
     con->fc_window += more;
@@ -133,11 +134,9 @@ void pscom_fc_starved(pscom_con_t *con)
 void pscom_fc_grant(pscom_con_t *con)
 {
     uint64_t n = con->fc_return;
-    con->fc_return = 0;
-    con->fc_grown = 0;
-    con->fc_taken_old = con->fc_taken_old / 2 + con->fc_taken;
+    con->fc_taken_old = con->fc_taken_old / 2 + (n - con->fc_grown);
     con->fc_late_old = con->fc_late_old / 2 + con->fc_late;
-    con->fc_taken = con->fc_late = 0;
+    con->fc_return = con->fc_grown = con->fc_late = 0;
     /* a connection going away needs no credit, and an unlimited one never runs out */
     if (con->pub.state != PSCOM_CON_STATE_RW || con->closed || con->user_closed ||
         con->fc_window == FC_UNLIMITED)

@@ -187,12 +187,13 @@ struct pscom_con {
     int fc_granted;        /* send: the peer's first grant came (until then sends wait for it) */
     uint64_t fc_window;    /* receive: all we granted the peer (FC_INITIAL + fc_reserved) */
     uint64_t fc_reserved;  /* of that, taken from pscom_global.fc_pool */
-    uint64_t fc_return;    /* receive: bytes of messages taken since our last grant */
-    uint64_t fc_taken;     /* receive: the same, without what a growing window added */
-    uint64_t fc_late;      /* receive: of fc_taken, what had waited unexpected */
-    uint64_t fc_taken_old; /* receive: fc_taken of the grants before, halved at each */
+    uint64_t fc_return;    /* receive: bytes of messages taken since our last grant, and
+                              what the window grew by (fc_grown) */
+    uint64_t fc_grown;     /* receive: what the window grew by since our last grant */
+    uint64_t fc_late;      /* receive: of the bytes taken since our last grant, those of
+                              messages that had waited unexpected */
+    uint64_t fc_taken_old; /* receive: bytes taken before our last grant, halved at each */
     uint64_t fc_late_old;  /* receive: fc_late likewise */
-    int fc_grown;          /* receive: the window grew since our last grant */
     list_head_t fc_link;   /* in pscom_fc.c's connections with a grant due */
     uint32_t data_align;   /* pscom_con_set_data_align: 0 none */
     size_t data_align_min; /* data of at least this size only */
@@ -450,7 +451,6 @@ static inline int pscom_fc_take(pscom_con_t *con, size_t xheader_len, uint64_t d
 static inline void pscom_fc_consumed(pscom_con_t *con, uint64_t cost)
 {
     con->fc_return += cost;
-    con->fc_taken += cost;
     /* not from here: this runs inside the parser (and inside a receive's posting), and a
        send may fail the connection or make a transport read */
     if (__builtin_expect(con->fc_return >= con->fc_window / 4, 0))
