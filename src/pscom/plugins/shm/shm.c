@@ -89,8 +89,12 @@ static const uint64_t cma_probe = 0x65626f7270616d63ull;
 
 /* Rendezvous threshold: from 8 KiB single copy beats the ring where process_vm_readv is cheap
    (16 KiB ping-pong 2.31 -> 1.39 us; 4 KiB was slower). Where one call costs SHM_CMA_SLOW_NS or
-   more (some virtual machines: 2.2 us even for 64 bytes) the ring is faster up to 32 KiB, and
-   without single copy a rendezvous only adds a round trip: from SHM_RNDV_NOCMA then. On a node
+   more (AMD EPYC guests: 2.6 us even for 64 bytes) the ring is faster up to 8 KiB; from 16 KiB
+   the ring's cost is every line crossing between the cores, 280 ns apart there: ping-pong 16 /
+   32 KiB 6.2 / 11.1 us through the ring, 4.6 / 6.6 by single copy, bidirectional 32 KiB 8.5 ->
+   3.4 us per message (while the two vCPUs shared a core the ring was faster, but that was the
+   rare state). Without single copy a rendezvous only adds a round trip: from SHM_RNDV_NOCMA
+   then. On a node
    with more processes than CPUs a rendezvous send waits for the receiver to be scheduled, but
    the CPUs' time is what is short there, and single copy halves the copying: from 32 KiB
    (4 and 8 ranks on 2 CPUs, eager up to 128 KiB -> rendezvous, 64 KiB: Alltoall 125-218 ->
@@ -98,7 +102,7 @@ static const uint64_t cma_probe = 0x65626f7270616d63ull;
    583-707 -> 412-472 us. At 16 KiB Alltoall and Allgather gained as much, Bcast of 8 ranks
    and Allreduce lost 15-50 %: those stay eager). */
 #define SHM_RNDV          8192
-#define SHM_RNDV_SLOW_CMA 65536
+#define SHM_RNDV_SLOW_CMA 16384
 #define SHM_CMA_SLOW_NS   1000
 #define SHM_RNDV_NOCMA    65536
 #define SHM_RNDV_OVERSUB  32768
