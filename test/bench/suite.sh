@@ -2,7 +2,7 @@
 # suite.sh: the benchmark suite. Builds mpi_pp.c and startup.c with our MPI, Debian's MPICH and
 # Open MPI, runs point-to-point (lat, bw, bibw, rate), collectives (2-8 ranks) and job start-up
 # (empty program, 2-256 ranks, with peak RSS) over shared memory and over tcp on this machine and,
-# as root, between simulated nodes (test/cluster/vcluster), interleaved (A B C A B C), checks
+# as root, between simulated nodes (test/cluster/vcluster), interleaved (A B C B C A C A B), checks
 # Alltoall with 256 ranks, and writes medians and ratios ours / best peer as text, CSV and PNG plots, plus
 # a description of the machine, into the directory given. See README.md.
 set -u
@@ -33,7 +33,7 @@ usage() {
     cat <<EOF
 usage: test/bench/suite.sh [options] RESULT_DIR
   -q        quick: 1 repetition, ~0.05 s per size, few sizes and rank counts (a smoke run)
-  -r N      repetitions per MPI, interleaved A B C A B C (default 3, quick 1)
+  -r N      repetitions per MPI, interleaved A B C, B C A, C A B (default 3, quick 1)
   -R N      repetitions of runs with 16 and more ranks (default 2, quick 1; at most -r)
   -t LIST   transports, comma list of shm,tcp,ucp-tcp,ucp-sm,nodes-tcp,nodes-ucp (default
             shm,tcp and, as root, nodes-tcp,nodes-ucp: one rank per simulated node)
@@ -224,22 +224,30 @@ else
 
     HOST=$RES/host.csv
     echo "transport,mpi,rep,cacheline_ns" >"$HOST"
-    echo "interleaved:$ACTIVE; parts: $PARTS; transports: $TRANSPORTS; logs: $LOGS"
+    echo "interleaved:$ACTIVE (rotated by one place per repetition); parts: $PARTS; transports: $TRANSPORTS; logs: $LOGS"
     check_idle "before the runs"
     T0=$(date +%s)
+    # The MPIs in the order of repetition REP: rotated by one place per repetition, so that each
+    # runs first, second and last equally often. A host whose speed drifts over minutes (seen on
+    # both host kinds) would otherwise favour whichever MPI always runs in the same place.
+    in_turn() {
+        local a=($ACTIVE) k i
+        k=$((($1 - 1) % ${#a[@]}))
+        for ((i = 0; i < ${#a[@]}; i++)); do printf '%s ' "${a[(k + i) % ${#a[@]}]}"; done
+    }
     for tr in $TRANSPORTS; do
         nps=$COLL_NPS
         [[ $tr == nodes-* ]] && nps=$NODE_NPS
         if [[ " $PARTS " == *" pt2pt "* ]]; then
             for rep in $(seq "$REPEATS"); do
-                for m in $ACTIVE; do run_pt2pt "$m" "$tr" "$rep"; done
+                for m in $(in_turn "$rep"); do run_pt2pt "$m" "$tr" "$rep"; done
             done
             echo "$tr pt2pt done after $(($(date +%s) - T0)) s"
         fi
         if [[ " $PARTS " == *" coll "* ]]; then
             for np in ${nps//,/ }; do
                 for rep in $(seq "$([ "$np" -ge 16 ] && echo "$BIG_REPEATS" || echo "$REPEATS")"); do
-                    for m in $ACTIVE; do run_coll "$m" "$tr" "$rep" "$np"; done
+                    for m in $(in_turn "$rep"); do run_coll "$m" "$tr" "$rep" "$np"; done
                 done
             done
             echo "$tr coll done after $(($(date +%s) - T0)) s"
@@ -247,7 +255,7 @@ else
         if [[ " $PARTS " == *" startup "* && $tr != nodes-* ]]; then
             for np in ${START_NPS//,/ }; do
                 for rep in $(seq "$([ "$np" -ge 16 ] && echo "$BIG_REPEATS" || echo "$REPEATS")"); do
-                    for m in $ACTIVE; do run_startup "$m" "$tr" "$rep" "$np"; done
+                    for m in $(in_turn "$rep"); do run_startup "$m" "$tr" "$rep" "$np"; done
                 done
             done
             echo "$tr startup done after $(($(date +%s) - T0)) s"
