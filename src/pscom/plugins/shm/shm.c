@@ -89,11 +89,12 @@ static const uint64_t cma_probe = 0x65626f7270616d63ull;
 
 /* Rendezvous threshold: from 8 KiB single copy beats the ring where process_vm_readv is cheap
    (16 KiB ping-pong 2.31 -> 1.39 us; 4 KiB was slower). Where one call costs SHM_CMA_SLOW_NS or
-   more (AMD EPYC guests: 2.6 us even for 64 bytes) the ring is faster up to 8 KiB; from 16 KiB
-   the ring's cost is every line crossing between the cores, 280 ns apart there: ping-pong 16 /
-   32 KiB 6.2 / 11.1 us through the ring, 4.6 / 6.6 by single copy, bidirectional 32 KiB 8.5 ->
-   3.4 us per message (while the two vCPUs shared a core the ring was faster, but that was the
-   rare state). Without single copy a rendezvous only adds a round trip: from SHM_RNDV_NOCMA
+   more (AMD EPYC guests: 2.6 us even for 64 bytes) the ring is faster up to 8 KiB. From 16 KiB
+   the ring is bimodal there, from one job to the next and in phases of the host: a 32 KiB
+   ping-pong took 2.5-4 us in some runs and 9.5-12.5 in others (bibw 16 KiB 1.0-1.4 or 4.0-4.6
+   us per message), single copy a steady 6.5-9 (2.3-2.7), Open MPI's 7.5 (2.4-2.8): single copy
+   from 16 KiB there, never behind, where the ring was behind in its slow phase, some hours most
+   of the runs. Without single copy a rendezvous only adds a round trip: from SHM_RNDV_NOCMA
    then. On a node
    with more processes than CPUs a rendezvous send waits for the receiver to be scheduled, but
    the CPUs' time is what is short there, and single copy halves the copying: from 32 KiB
