@@ -94,11 +94,11 @@ static const uint64_t cma_probe = 0x65626f7270616d63ull;
    ping-pong took 2.5-4 us in some runs and 9.5-12.5 in others (bibw 16 KiB 1.0-1.4 or 4.0-4.6
    us per message), single copy a steady 6.5-9 (2.3-2.7), Open MPI 7.5 (2.4-2.8). Single copy
    from 16 KiB is never behind Open MPI there; the ring in its slow phase is, and that phase
-   held most runs for hours. Without single copy a rendezvous only adds a round trip: from
-   SHM_RNDV_NOCMA then. On a node with more processes than CPUs a rendezvous send waits for the
-   receiver to be scheduled, but the CPUs' time is what is short there, and single copy halves the
-   copying: from 32 KiB (4 and 8 ranks on 2 CPUs, eager up to 128 KiB -> rendezvous, 64 KiB:
-   Alltoall 125-218 -> 58-97 us and 742-841 -> 439-474 us, Bcast 4 ranks 69-143 -> 23-29 us,
+   held 7 of 8 runs in one hour of measuring. Without single copy a rendezvous only adds a round
+   trip: from SHM_RNDV_NOCMA then. On a node with more processes than CPUs a rendezvous send waits
+   for the receiver to be scheduled, but the CPUs' time is what is short there, and single copy
+   halves the copying: from 32 KiB (4 and 8 ranks on 2 CPUs, eager up to 128 KiB -> rendezvous, 64
+   KiB: Alltoall 125-218 -> 58-97 us and 742-841 -> 439-474 us, Bcast 4 ranks 69-143 -> 23-29 us,
    Allgather 8 ranks 583-707 -> 412-472 us. At 16 KiB Alltoall and Allgather gained as much, Bcast
    of 8 ranks and Allreduce lost 15-50 %: those stay eager). */
 #define SHM_RNDV          8192
