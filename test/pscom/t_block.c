@@ -1,6 +1,6 @@
 /*
- * t_block.c - blocking waits: one side waits while the other sleeps 1 s before it sends (or
- * receives). The waiting side must get the message (spin, then block, then be woken: the shm
+ * t_block.c - blocking waits: one side waits while the other sleeps LATE_US before it sends
+ * (or receives). The waiting side must get the message (spin, then block, then be woken: the shm
  * doorbell or the socket), and must not burn the CPU all the while: its CPU time during the
  * wait stays below half of the wall time (the spin phase is bounded).
  * Waits: pscom_wait for a small and for a large message, pscom_probe, pscom_recv,
@@ -22,6 +22,8 @@
 #include "testutil.h"
 
 #define BIG (4u << 20)
+/* the late side's delay: far beyond the spin phase (PSP_SPIN_US, 1 ms), so the waiter blocks */
+#define LATE_US 300000
 
 typedef struct meter {
     double wall, cpu;
@@ -44,9 +46,10 @@ static void meter_start(meter_t *m)
 static void meter_check(meter_t *m, const char *what)
 {
     double wall = tu_now() - m->wall, cpu = cpu_seconds() - m->cpu;
-    if (wall < 0.5) {
+    if (wall < LATE_US * 0.5e-6) {
         /* the peer was scheduled late or we were: nothing to judge */
-        tap_skip("the wait was shorter than 0.5 s", "%s: blocked instead of spinning", what);
+        tap_skip("the wait was shorter than half the peer's delay",
+                 "%s: blocked instead of spinning", what);
         return;
     }
     ok(cpu < 0.5 * wall, "%s: blocked instead of spinning (%.2f s CPU in %.2f s)", what, cpu, wall);
@@ -117,7 +120,7 @@ static void waiter(pscom_socket_t *sock, pscom_connection_t *con)
 
     /* now we are the late one: the peer waits for its large send */
     tu_barrier();
-    sleep(1);
+    usleep(LATE_US);
     r = tu_post_recv(con, NULL, BIG, TU_XH, -1);
     pscom_wait(r);
     ok(tu_recv_good(r, 1, peer, 6, BIG, TU_XH), "late receive of a 4 MiB message");
@@ -131,7 +134,7 @@ static void late(pscom_connection_t *con)
     meter_t m;
     for (int i = 0; i < 5; i++) {
         tu_barrier();
-        sleep(1);
+        usleep(LATE_US);
         s = tu_post_send(con, 1, (uint64_t)i + 1, len[i], TU_XH);
         pscom_wait(s);
         ok(pscom_req_successful(s), "late send %d", i + 1);
