@@ -1,6 +1,7 @@
 #!/bin/sh
 # MPI_Abort and a rank killed by SIGKILL, with 1, 2, 4 and 8 ranks: the whole job ends at once
-# with the right exit status and a message saying why, and leaves no process behind.
+# with the right exit status and a message saying why, and leaves no process behind. Last, an
+# MPI_Init that fails (a bad MPIR_CVAR_ value) says why, once per rank, and nothing else.
 . "$(dirname "$0")/mpitest.sh"
 mpitest_build abort || mpitest_done
 mpitest_build crash || mpitest_done
@@ -49,4 +50,26 @@ for np in $NPS; do
         fi
     done
 done
+
+# MPI_Init fails before there is a world: the abort must not try the launcher's PMI connection,
+# which is not up yet ("[unset]: write_line error; fd=-1" with maint/patches/0005 before)
+mpitest_job init-fails 2 -genv MPIR_CVAR_BCAST_INTRA_ALGORITHM no_such_algorithm \
+    "$MPITEST_TMP/abort"
+what="MPI_Init fails (bad MPIR_CVAR_BCAST_INTRA_ALGORITHM): exit status $job_rc, after ${job_secs}s"
+if [ "$job_rc" -ne 0 ] && ! job_timed_out && [ -z "$job_left" ]; then
+    tap ok "$what"
+else
+    mpitest_comment "$job.err" 12
+    tap "not ok" "$what"
+fi
+said=$(grep -c 'Invalid MPIR_CVAR_BCAST_INTRA_ALGORITHM value (no_such_algorithm)' "$job.out" "$job.err" |
+    awk -F: '{ n += $NF } END { print n }')
+other=$(cat "$job.out" "$job.err" | grep -v 'Invalid MPIR_CVAR_BCAST_INTRA_ALGORITHM' | grep -c .)
+if [ "$said" -eq 2 ] && [ "$other" -eq 0 ]; then
+    tap ok "MPI_Init fails: each rank says why, nothing else is printed"
+else
+    mpitest_comment "$job.out" 12
+    mpitest_comment "$job.err" 12
+    tap "not ok" "MPI_Init fails: $said lines say why (want 2), $other other lines (want 0)"
+fi
 mpitest_done
