@@ -16,6 +16,7 @@
  * endpoint error (UCX's peer failure detection), fails the connection.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -203,6 +204,8 @@ static __attribute__((noinline)) int do_work(void)
     return made;
 }
 
+#define HUP_DRAIN_MAX 100000 /* UCX progress calls: a bound, should messages keep coming */
+
 /* Handshake sockets that closed: the peer is gone if its goodbye and the messages before it
    are not all fed in time. With act, fail those that are due; else only tell whether one is
    due (1) or how long until the next (*wait_ms). */
@@ -223,8 +226,24 @@ static int check_hups(int act, int *wait_ms)
         }
         if (!act)
             return 1;
+        if (!uc->hup_drained) {
+            /* The deadline is the wall clock's: a process that was not scheduled for a while
+               may have the messages already, behind others in UCX's queue (a poll takes a
+               few of them). Take all that are there before judging, on the next round. */
+            uc->hup_drained = 1;
+            for (int i = 0; i < HUP_DRAIN_MAX && ux_progress(); i++)
+                ;
+            return 1;
+        }
+        char why[128];
+        if (uc->bye_in)
+            snprintf(why, sizeof(why),
+                     "peer process exited; its goodbye came, %u of the messages before it did not",
+                     uc->bye_seq - uc->rx_seq);
+        else
+            snprintf(why, sizeof(why), "peer process exited without a goodbye");
         uc->busy++;
-        ucp_fail(uc, PSCOM_OP_READ, PSCOM_ERR_IOERROR, "peer process exited");
+        ucp_fail(uc, PSCOM_OP_READ, PSCOM_ERR_IOERROR, why);
         uc->busy--;
         ucp_reap(uc);
         return 1; /* the list changed; the others wait for the next round */
@@ -350,6 +369,9 @@ static void poller_start(void)
     poller_on = 1;
 }
 
+/* a shared memory endpoint's peer exited before we closed it (plugin_destroy) */
+static int shm_peer_gone;
+
 static uc_t *uc_new(pscom_con_t *con)
 {
     uc_t *uc = calloc(1, sizeof(*uc));
@@ -404,6 +426,7 @@ static void uc_shutdown(uc_t *uc)
     }
     /* a peer that is gone gets no goodbye, and what is in flight to it is dropped */
     uc->gone = uc->ep_err || uc->hup_at;
+    shm_peer_gone |= uc->gone && uc->eager;
     int force = uc->gone || uc->ops || !uc->started;
     if (uc->hup_at) {
         n_hup--;
@@ -687,6 +710,23 @@ static int plugin_init(void)
     return 0;
 }
 
+/* How long an exiting process waits for its last messages to reach live peers. A flush over
+   shared memory ends only once the peer has taken what did not fit its queue, and with many
+   ranks per CPU a peer may not run for a second: 1 s let 128 ranks over UCX's shared memory on
+   2 CPUs exit with messages undelivered, and their peers then reported them lost (half of the
+   jobs). Such a peer is on this node, so its exit shows at once (peer_exited); one across the
+   network may be unreachable without a sign, and is given the second as before. */
+#define CLOSE_WAIT_MS     1000
+#define CLOSE_WAIT_SHM_MS 10000
+
+/* The peer closed its end of the handshake socket: it has exited, or is about to with its own
+   closes done, and takes nothing more from us */
+static int peer_exited(uc_t *uc)
+{
+    struct pollfd p = {.fd = uc->fd, .events = POLLRDHUP};
+    return uc->fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR));
+}
+
 static void plugin_destroy(void)
 {
     /* connections core left open (it closes its own before): drop them */
@@ -696,25 +736,34 @@ static void plugin_destroy(void)
             pscom_con_set_transport(uc->con, NULL, NULL);
         uc_shutdown(uc);
     }
-    /* let the endpoint closes (flushes of the last messages) finish, briefly; those to peers
-       that are gone may never */
-    uint64_t until = ucp_now_ms() + 1000;
+    /* let the endpoint closes (flushes of the last messages) finish; those to peers that are
+       gone never will */
+    uint64_t start = ucp_now_ms();
     for (;;) {
+        uint64_t waited = ucp_now_ms() - start;
         int waiting = 0;
         list_head_t *l;
         list_for_each(l, &closing)
         {
-            waiting |= !list_entry(l, uc_t, link)->gone;
+            uc_t *uc = list_entry(l, uc_t, link);
+            if (!uc->gone && peer_exited(uc))
+                uc->gone = 1;
+            waiting |= !uc->gone && waited < (uc->eager ? CLOSE_WAIT_SHM_MS : CLOSE_WAIT_MS);
         }
-        if (!waiting || ucp_now_ms() >= until)
+        if (!waiting)
             break;
         ux_progress();
         reap_closing();
     }
     /* A shared memory endpoint whose close never finished (its peer exited first, so what was
        queued to it stays queued) makes ucp_worker_destroy abort: leave UCX's state to the
-       process exit then, nothing of it outlives the process. */
-    int abandon = 0;
+       process exit then, nothing of it outlives the process. So too once any shared memory
+       peer exited before we closed: UCX may hold an endpoint of its own to it (made for a
+       wireup request that came late), whose reply waits in a queue the peer no longer reads,
+       and its purge asserts (UCX 1.13, ucp_request_send_state_ff: "got REP message"; 128
+       ranks over UCX's shared memory, 1 job in 10 under load). */
+    int abandon = shm_peer_gone;
+    shm_peer_gone = 0;
     list_head_t *l;
     list_for_each(l, &closing)
     {

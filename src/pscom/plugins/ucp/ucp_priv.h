@@ -119,6 +119,7 @@ struct uc {
     pscom_ufd_t ufd;
     int fd, ufd_on;
     uint64_t hup_at; /* ms: when the handshake socket closed; 0: open */
+    int hup_drained; /* past hup_at's deadline, UCX's queues were drained once (check_hups) */
     void *close_req;
     uint64_t close_at;
     int peer_mode; /* UCX detects the peer's failure (and cancels what is in flight) */
