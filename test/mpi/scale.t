@@ -3,7 +3,8 @@
 # each (on-demand connections, counted by PSP_DEBUG_STATS); all-to-all with 64 and 128 ranks
 # completes with correct data under every transport: default, shm only, tcp only, ucp over
 # UCX's tcp and over UCX's shared memory (the ucp ones only where pscom_info lists ucp as
-# usable). PSP_DEBUG_CONTYPE shows that every pair of ranks used the transport asked for:
+# usable), and no rank reports a connection lost as the ranks exit. PSP_DEBUG_CONTYPE shows
+# that every pair of ranks used the transport asked for:
 # 128 ranks make 8128 shm connections, more than the kernel's default shmmni (4096 SysV
 # segments), yet none falls back, because shm connections share segments (PSP_SHM_ARENA).
 # SCALE_NPS="64 128" (the default) names the all-to-all sizes: SCALE_NPS=256 is the check of
@@ -84,6 +85,14 @@ a2a() {
         tap ok "np=$np: [$label] all $1 pairs of ranks connected via $want"
     else
         tap "not ok" "np=$np: [$label] $1 of $((np * (np - 1) / 2)) pairs connected, $2 connections not via $want"
+    fi
+    # a job that ends well reports no connection lost on the way out (ranks exit one by one)
+    bad=$(grep -E ' lost: |Assertion' "$job.err" | head -n 3)
+    if [ -z "$bad" ]; then
+        tap ok "np=$np: [$label] no connection reported lost, no assertion"
+    else
+        printf '%s\n' "$bad" | sed 's/^/# /'
+        tap "not ok" "np=$np: [$label] a connection reported lost or an assertion failed"
     fi
 }
 
