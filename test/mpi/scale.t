@@ -100,9 +100,10 @@ big=" ${SCALE_BIG:-default tcp} "
 for np in ${SCALE_NPS:-64 128}; do
     # a redirect, not a pipe: the loop must count its TAP lines in this shell
     while IFS='|' read -r label want settings; do
-        if [ "$np" -le 64 ] || [ "$big" = " all " ] || [ "${big#* "$label" }" != "$big" ]; then
-            a2a "$np" "$label" "$want" "$settings"
-        fi
+        case "$np:$big" in
+        *" all "* | *" $label "*) a2a "$np" "$label" "$want" "$settings" ;;
+        *) [ "$np" -gt 64 ] || a2a "$np" "$label" "$want" "$settings" ;;
+        esac
     done <<EOF
 $TRANSPORTS
 EOF
