@@ -4,6 +4,8 @@
 . "$(dirname "$0")/lib.sh"
 run_matrix t_late pair
 run_matrix t_late many
+run_case shm-oversub "PSP_TCP=0 PSP_UCP=0 T_TRANSPORT=shm T_OVERSUBSCRIBED=1" t_late pair
+run_case shm-oversub "PSP_TCP=0 PSP_UCP=0 T_TRANSPORT=shm T_OVERSUBSCRIBED=1" t_late many
 for m in "ucp-sm|posix,cma,self" "ucp-tcp|tcp"; do
     envs="PSP_SHM=0 PSP_TCP=0 PSP_UCP_TAG=1 UCX_TLS=${m#*|} T_TRANSPORT=ucp"
     run_case "${m%%|*} tag" "$envs" t_late pair tag

@@ -565,6 +565,9 @@ pscom_socket_t *tu_open_socket_named(const char *suffix)
         exit(2);
     }
     pscom_active = 1;
+    /* as the MPI netmod says it: transports then take the protocols of a crowded node */
+    if (tu_env_long("T_OVERSUBSCRIBED", 0))
+        pscom_set_oversubscribed(1);
     sock = pscom_open_socket(0, sizeof(tu_con_data_t));
     if (!sock) {
         ok(0, "pscom_open_socket");

@@ -118,19 +118,21 @@ typedef struct pscom_con pscom_con_t;
 typedef struct pscom_sock pscom_sock_t;
 
 struct pscom_req {
-    list_head_t q;      /* sendq / recvq / genq of the connection / recvq_any */
-    list_head_t q_any;  /* generated requests: sock->genq_any */
-    list_head_t q_rndv; /* con->rndv_sends / con->rndv_recvs */
+    /* Written before they are read (by the send paths, with RQ_IOV_READY / RQ_RNDV_GPU), so a
+       reused request keeps them as they were (req_init clears only what follows them). */
+    struct iovec iov[3];
+    unsigned char prefix[PREFIX_MAX]; /* outer header of internal messages, or a PAD message */
+    rndv_gpu_t rndv_gpu;              /* recv: with RQ_RNDV_GPU; send: with RQ_GPU */
+    list_head_t q;                    /* sendq / recvq / genq of the connection / recvq_any */
+    list_head_t q_any;                /* generated requests: sock->genq_any */
+    list_head_t q_rndv;               /* con->rndv_sends / con->rndv_recvs */
+    /* cleared from here on */
     uint32_t magic;
     uint32_t flags;
     uint64_t seq; /* post order of receives; decides between a con and an ANY receive */
     uint64_t id;  /* rendezvous id */
-    /* send */
-    struct iovec iov[3];
-    unsigned char prefix[PREFIX_MAX]; /* outer header of internal messages, or a PAD message */
     /* receive */
     uint64_t rndv_addr, rndv_len, rndv_send_id; /* from a RNDV_REQ not yet pulled */
-    rndv_gpu_t rndv_gpu;                        /* with RQ_RNDV_GPU */
     void *gpu_dst;                              /* with RQ_GPU_DST */
     void *gpu_host;                             /* with RQ_GPU_HOST */
     size_t gpu_host_cap;

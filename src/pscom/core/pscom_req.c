@@ -1,5 +1,6 @@
 /* Request allocation. Freed requests of the same shape are kept for reuse: the netmod creates
    one per message, and malloc on that path shows in the latency. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pscom_priv.h"
@@ -14,9 +15,27 @@ static size_t user_offset(size_t max_xheader_len)
     return (sizeof(pscom_req_t) + max_xheader_len + 15) & ~(size_t)15;
 }
 
+#define CLEAR_FROM offsetof(pscom_req_t, magic)
+_Static_assert((sizeof(pscom_req_t) - CLEAR_FROM) % 16 == 0, "clear_tail: 16-byte steps");
+
+/* What precedes magic is written before it is read, so only the rest is cleared: 208 of 496
+   bytes. In 16-byte stores: gcc makes any memset over 32 bytes a rep stos, whose start-up cost
+   made clearing the whole request a sixth of a receiver's time streaming 8-byte Bcasts (2 ranks:
+   0.20-0.26 -> 0.18-0.23 us per Bcast); the empty asm keeps gcc from turning the loop back into
+   a memset. */
+static inline void clear_tail(pscom_req_t *req)
+{
+    typedef char block_t __attribute__((vector_size(16), aligned(8), may_alias));
+    block_t *b = (block_t *)((char *)req + CLEAR_FROM);
+    for (size_t i = 0; i < (sizeof(*req) - CLEAR_FROM) / 16; i++) {
+        b[i] = (block_t){0};
+        __asm__("");
+    }
+}
+
 static void req_init(pscom_req_t *req, size_t max_xheader_len, size_t user_size)
 {
-    memset(req, 0, sizeof(*req));
+    clear_tail(req);
     list_init(&req->q);
     list_init(&req->q_any);
     list_init(&req->q_rndv);
