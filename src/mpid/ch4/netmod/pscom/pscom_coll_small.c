@@ -655,28 +655,11 @@ int MPIDI_PSCOM_barrier_small(MPIR_Comm *comm, MPIR_Errflag_t *errflag)
     return exchange_finish(&x, mpi_errno);
 }
 
-/* From this size a Bcast within one node's shared memory goes from the root straight to every
-   rank (at most 8, flat_coll_ok): such messages go by rendezvous, the root sends only their
-   descriptions and every rank copies the data from the root's buffer itself (single copy),
-   none waits for a parent to have it first: one copy's time where the tree takes three in a
-   row on 8 ranks with a CPU each. 8 ranks on 2 CPUs (AMD host, interleaved rounds, us): 64 KiB
-   92-138 -> 73-101 (Open MPI 52-88) in 5 rounds, per-round ratio 0.50-1.34 (median 0.97) in 7
-   more; 32 KiB 53-91 -> 52-66 (42-62); 4 ranks of 64 KiB level. Below it the root would copy
-   each message into a ring itself: 16 KiB on 8 ranks 39-77 -> 65-155. */
-#define BCAST_FLAT_MIN 32768
-
-static int bcast_flat(MPIR_Comm *comm, size_t len)
-{
-    return len >= BCAST_FLAT_MIN && comm->local_size <= SEND_TO_MAX + 1 &&
-           MPIDI_PSCOM_comm_node_shm(comm);
-}
-
-/* Binomial tree from root (relative ranks), or flat for large messages (bcast_flat): receive
-   from the parent, send to the children, farthest first, all at once. Contiguous host data goes
-   straight into and out of the user's buffer; a derived layout or device memory through a packed
-   copy (on the stack up to 12 KiB). That is decided here, not in the shortcut's condition: ranks
-   may pass different datatypes of the same signature, and all of them must take the same algorithm.
- */
+/* Binomial tree from root (relative ranks): receive from the parent, send to the children,
+   farthest first, all at once. Contiguous host data goes straight into and out of the user's
+   buffer; a derived layout or device memory through a packed copy (on the stack up to 12 KiB).
+   That is decided here, not in the shortcut's condition: ranks may pass different datatypes of
+   the same signature, and all of them must take the same algorithm. */
 int MPIDI_PSCOM_bcast_tree(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
                            MPIR_Comm *comm, MPIR_Errflag_t *errflag)
 {
@@ -719,26 +702,18 @@ int MPIDI_PSCOM_bcast_tree(void *buffer, MPI_Aint count, MPI_Datatype datatype, 
         mpi_errno = err;
         goto fn_exit;
     }
+    int rel = (rank - root + size) % size, mask = 1;
+    for (; mask < size; mask <<= 1) {
+        if (rel & mask) {
+            mpi_errno = exchange(&x, NOBODY, NULL, (rank - mask + size) % size);
+            break;
+        }
+    }
     send_dest_t children[SEND_TO_MAX];
     int n_children = 0;
-    if (bcast_flat(comm, (size_t)len)) {
-        if (rank != root)
-            mpi_errno = exchange(&x, NOBODY, NULL, root);
-        else
-            for (int r = 1; r < size; r++)
-                children[n_children++] = (send_dest_t){(root + r) % size, data, (size_t)len};
-    } else {
-        int rel = (rank - root + size) % size, mask = 1;
-        for (; mask < size; mask <<= 1) {
-            if (rel & mask) {
-                mpi_errno = exchange(&x, NOBODY, NULL, (rank - mask + size) % size);
-                break;
-            }
-        }
-        for (mask >>= 1; mask > 0; mask >>= 1)
-            if (rel + mask < size)
-                children[n_children++] = (send_dest_t){(rank + mask) % size, data, (size_t)len};
-    }
+    for (mask >>= 1; mask > 0; mask >>= 1)
+        if (rel + mask < size)
+            children[n_children++] = (send_dest_t){(rank + mask) % size, data, (size_t)len};
     err = send_to_each(&x, children, n_children);
     if (err && !mpi_errno)
         mpi_errno = err;
