@@ -1,9 +1,14 @@
 /*
  * Ranks 0 and 1 exchange one message of each size given on the command line (default 16k, 64k,
  * 256k; k = 1024), rank 0 first, and check every byte. eager.t counts which of them went by
- * rendezvous (PSP_DEBUG_STATS). Other ranks only take part in the checks.
+ * rendezvous (PSP_DEBUG_STATS), and the scheduling policy each rank reports on stderr
+ * (SCHED_BATCH on an oversubscribed node, PSP_MPI_SCHED_BATCH). Other ranks only take part in
+ * the checks.
  */
+#define _GNU_SOURCE /* SCHED_BATCH */
 #include <mpi.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +55,11 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int policy = sched_getscheduler(0);
+    fprintf(stderr, "eager: rank %d scheduling policy %s\n", rank,
+            policy == SCHED_BATCH   ? "batch"
+            : policy == SCHED_OTHER ? "other"
+                                    : "another");
     if (rank == 0)
         printf(size > 1 ? "1..%d\n" : "1..0 # SKIP needs 2 ranks\n", n);
     if (size > 1) {

@@ -7,13 +7,25 @@
 # is those from the threshold shm chose (8 KiB, or 64 KiB where a single-copy call is slow to
 # start, which PSP_DEBUG=2 reports): 3 or 2; 3 when the user sets PSP_SHM_RENDEZVOUS=8k. With
 # both ranks on one CPU (taskset): 2 (64 and 256 KiB), 3 again when the user sets
-# PSP_SHM_RENDEZVOUS=8k.
+# PSP_SHM_RENDEZVOUS=8k. The ranks of the crowded jobs run as SCHED_BATCH (PSP_MPI_SCHED_BATCH),
+# the others and those told not to as SCHED_OTHER.
 . "$(dirname "$0")/mpitest.sh"
 mpitest_build eager || mpitest_done
 
 # rendezvous counts of the job's ranks, sorted ("1 1"), from their stats lines
 rndv_counts() {
     sed -n 's/.*stats: rendezvous sent \([0-9]*\).*/\1/p' "$job.err" | sort | tr '\n' ' ' | sed 's/ $//'
+}
+
+# LABEL WANT: both ranks of the job report scheduling policy WANT (batch, other)
+expect_policy() {
+    got=$(sed -n 's/^eager: rank [0-9]* scheduling policy //p' "$job.err" | sort | tr '\n' ' ')
+    if [ "$got" = "$2 $2 " ]; then
+        tap ok "$1: both ranks run as SCHED_$(echo "$2" | tr a-z A-Z)"
+    else
+        mpitest_comment "$job.err" 6
+        tap "not ok" "$1: scheduling policies '$got', want '$2 $2'"
+    fi
 }
 
 # LABEL WANT DESCRIPTION: the job passed, and both ranks sent WANT messages by rendezvous
@@ -45,8 +57,11 @@ all_cpus=$MPIEXEC
 MPIEXEC=$MPITEST_TMP/mpiexec1
 PSP_DEBUG_STATS=1 mpitest_job one_cpu 2 "$MPITEST_TMP/eager"
 expect_rndv "np=2 one CPU" 2 "oversubscribed: 64 and 256 KiB by rendezvous"
-PSP_DEBUG_STATS=1 PSP_SHM_RENDEZVOUS=8k mpitest_job one_cpu_user 2 "$MPITEST_TMP/eager"
+expect_policy "np=2 one CPU" batch
+PSP_DEBUG_STATS=1 PSP_SHM_RENDEZVOUS=8k PSP_MPI_SCHED_BATCH=0 mpitest_job one_cpu_user 2 \
+    "$MPITEST_TMP/eager"
 expect_rndv "np=2 one CPU" 3 "PSP_SHM_RENDEZVOUS=8k set by the user wins"
+expect_policy "np=2 one CPU, PSP_MPI_SCHED_BATCH=0" other
 MPIEXEC=$all_cpus
 
 # Per rank, how many of eager.c's 16k, 64k and 256k reach the threshold that its shm reported in
@@ -90,6 +105,7 @@ expect_rndv_own() {
 if [ "$(nproc)" -ge 2 ]; then
     PSP_DEBUG=2 PSP_DEBUG_STATS=1 mpitest_job two_cpus 2 "$MPITEST_TMP/eager"
     expect_rndv_own "np=2" "a CPU per rank: rendezvous from shm's threshold"
+    expect_policy "np=2" other
     # each rank bound to a core of its own: its mask has one CPU, the launcher's all of them
     PSP_DEBUG=2 PSP_DEBUG_STATS=1 mpitest_job bound 2 -bind-to core "$MPITEST_TMP/eager"
     expect_rndv_own "np=2 -bind-to core" "bound ranks are not oversubscribed"
