@@ -52,7 +52,14 @@ int main(int argc, char **argv)
     const char **sizes = argc > 1 ? (const char **)argv + 1 : defaults;
     char what[64];
 
-    MPI_Init(&argc, &argv);
+    /* EAGER_THREADS=multiple: the scheduling policy of an MPI_THREAD_MULTIPLE job */
+    const char *threads = getenv("EAGER_THREADS");
+    if (threads && !strcmp(threads, "multiple")) {
+        int provided;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int policy = sched_getscheduler(0);

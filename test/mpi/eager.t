@@ -62,6 +62,10 @@ PSP_DEBUG_STATS=1 PSP_SHM_RENDEZVOUS=8k PSP_MPI_SCHED_BATCH=0 mpitest_job one_cp
     "$MPITEST_TMP/eager"
 expect_rndv "np=2 one CPU" 3 "PSP_SHM_RENDEZVOUS=8k set by the user wins"
 expect_policy "np=2 one CPU, PSP_MPI_SCHED_BATCH=0" other
+# threads that hand MPICH's lock to each other would wait a time slice for it as batch tasks
+EAGER_THREADS=multiple mpitest_job one_cpu_mt 2 "$MPITEST_TMP/eager"
+mpitest_merge "np=2 one CPU, MPI_THREAD_MULTIPLE" "eager.c"
+expect_policy "np=2 one CPU, MPI_THREAD_MULTIPLE" other
 MPIEXEC=$all_cpus
 
 # Per rank, how many of eager.c's 16k, 64k and 256k reach the threshold that its shm reported in

@@ -41,7 +41,8 @@ static const pscom_env_row_t env_rows[] = {
     {"PSP_MPI_SCHED_BATCH", "-1",
      "MPI: run as SCHED_BATCH, so that this process, woken by a message, waits for its turn "
      "instead of preempting the running one (1 always, 0 never, -1 when this node runs more "
-     "ranks than the job may use CPUs here); a scheduling policy the user set stays",
+     "ranks than the job may use CPUs here and MPI_THREAD_MULTIPLE was not asked for); a "
+     "scheduling policy the user set stays",
      PSCOM_ENV_INT, &sched_batch_cfg, -1, 1},
     {"PSP_MPI_YIELD_AFTER_US", "20",
      "MPI: with PSP_MPI_SCHED_YIELD=-1 on a node that is not known to be crowded, idle "
@@ -204,7 +205,11 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
     pscom_set_oversubscribed(over);   /* before any connection: shm's protocol choice */
     pscom_set_node_processes(nprocs); /* and its ring size */
     MPIDI_PSCOM_global.yield_idle = sched_yield_cfg < 0 ? over : sched_yield_cfg;
-    if (sched_batch_cfg < 0 ? over : sched_batch_cfg)
+    /* not by default under MPI_THREAD_MULTIPLE: threads that hand MPICH's global lock to each
+       other would wait a time slice for each handover (test/mpi/threads.c, 8 ranks on 2 CPUs:
+       0.8-1.5 s as SCHED_OTHER, 20-49 s as SCHED_BATCH) */
+    if (sched_batch_cfg < 0 ? over && MPIR_ThreadInfo.thread_provided != MPI_THREAD_MULTIPLE
+                            : sched_batch_cfg)
         use_sched_batch(sched_batch_cfg > 0);
     MPIDI_PSCOM_global.late_yield_ns =
         sched_yield_cfg < 0 && !over ? (uint64_t)yield_after_us_cfg * 1000 : 0;
