@@ -26,7 +26,8 @@ typedef struct {
     void *tmp;             /* the partner's data */
     size_t len;
     MPIR_Errflag_t *errflag;
-    int may_sleep; /* a wait may sleep (wait_preq): Bcast, whose ranks wait for one parent */
+    int may_sleep;   /* a wait may sleep (wait_preq): Bcast, whose ranks wait for one parent */
+    int sleep_after; /* with may_sleep: after this many idle polls (-1 never) */
 } exchange_t;
 
 static int coll_tag(int tag, MPIR_Errflag_t errflag)
@@ -100,14 +101,14 @@ void MPIDI_PSCOM_coll_small_finalize(void)
 
 /* Wait for a pscom request with full MPI progress (RMA targets, other requests). Under
    MPI_THREAD_MULTIPLE the global lock is let go between polls, as ch4's own wait does: another
-   thread of this process may hold what our peer waits for before it can answer. may_sleep:
-   after PSP_MPI_COLL_BLOCK idle polls, sleep until a message comes. On an oversubscribed node
-   a Bcast's waiting ranks then leave the CPUs to the ones that forward (8 ranks on 2 CPUs over
-   tcp: 8 B 43-52 -> 28-33 us); in a Barrier or Allreduce every rank waits for the others, and
-   the wakeup only added to it (98-104 -> 100-147 us). */
-static int wait_preq(pscom_request_t *preq, int may_sleep)
+   thread of this process may hold what our peer waits for before it can answer. sleep_after:
+   after that many idle polls (PSP_MPI_COLL_BLOCK), sleep until a message comes. On an
+   oversubscribed node a Bcast's waiting ranks then leave the CPUs to the ones that forward (8 ranks
+   on 2 CPUs over tcp: 8 B 43-52 -> 28-33 us); in a Barrier or Allreduce every rank waits for the
+   others, and the wakeup only added to it (98-104 -> 100-147 us). */
+static int wait_preq(pscom_request_t *preq, int block_after)
 {
-    int idle = 0, block_after = may_sleep ? MPIDI_PSCOM_global.coll_block_polls : -1;
+    int idle = 0;
     while (!pscom_req_is_done(preq)) {
         int mpi_errno = MPID_Progress_test(NULL);
         if (mpi_errno)
@@ -159,7 +160,7 @@ static int start_send(exchange_t *x, int rank, const void *buf, size_t len, psco
 /* Wait until the send start_send posted has been written out. */
 static int wait_sent(exchange_t *x, pscom_request_t *sreq)
 {
-    int mpi_errno = wait_preq(sreq, x->may_sleep);
+    int mpi_errno = wait_preq(sreq, x->may_sleep ? x->sleep_after : -1);
     if (!mpi_errno && !pscom_req_successful(sreq)) {
         MPIDI_PSCOM_broken_wait();
         *x->errflag = MPIR_ERR_OTHER;
@@ -235,7 +236,7 @@ static void post_recv_from(exchange_t *x, int rank)
 static int wait_recv(exchange_t *x)
 {
     pscom_request_t *preq = x->preq;
-    int mpi_errno = wait_preq(preq, x->may_sleep);
+    int mpi_errno = wait_preq(preq, x->may_sleep ? x->sleep_after : -1);
     if (mpi_errno)
         return mpi_errno;
     const MPIDI_PSCOM_tagged_xhdr_t *xh = preq->xheader;
@@ -696,7 +697,10 @@ int MPIDI_PSCOM_bcast_tree(void *buffer, MPI_Aint count, MPI_Datatype datatype, 
                     .errflag = errflag,
                     /* larger ones were slower sleeping: 64 KiB on 8 ranks sharing 2 CPUs 72-103
                        against 71-76 us spinning, 256 KiB on 4 ranks 121-216 against 102-108 */
-                    .may_sleep = len <= MPIDI_PSCOM_BCAST_SMALL_MAX};
+                    .may_sleep = len <= MPIDI_PSCOM_BCAST_SMALL_MAX,
+                    .sleep_after = MPIDI_PSCOM_comm_node_shm(comm)
+                                       ? MPIDI_PSCOM_global.coll_block_polls_shm
+                                       : MPIDI_PSCOM_global.coll_block_polls};
     err = exchange_init(&x);
     if (err) {
         mpi_errno = err;

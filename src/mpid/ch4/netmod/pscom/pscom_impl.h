@@ -123,16 +123,17 @@ typedef struct {
     pscom_request_t *done_tail;
     int in_drain;
     int finalizing;
-    int world_done;        /* init_world ran: av table 0 holds our entries (sessions may skip it) */
-    int yield_idle;        /* sched_yield() after a progress poll that found nothing */
-    int coll_block_polls;  /* idle polls in a Bcast's wait before it sleeps; -1 never */
-    size_t bcast_tree_max; /* PSP_MPI_BCAST_TREE_MAX (pscom_coll.h) */
-    int shm_on;            /* PSP_SHM is not 0: ranks on one node talk through shared memory */
-    int nap_polls;         /* idle polls in a row after which one naps instead; -1 never */
-    int idle_polls;        /* progress polls in a row that found nothing */
-    uint64_t late_yield_ns; /* idle this long, yield although the node seems not crowded */
-    uint64_t idle_since_ns; /* the clock at the MPIDI_PSCOM_IDLE_POLLS-th idle poll in a row */
-    int late_yielding;      /* idle for late_yield_ns: every idle poll yields */
+    int world_done;       /* init_world ran: av table 0 holds our entries (sessions may skip it) */
+    int yield_idle;       /* sched_yield() after a progress poll that found nothing */
+    int coll_block_polls; /* idle polls in a Bcast's wait before it sleeps; -1 never */
+    int coll_block_polls_shm; /* the same on a communicator within one node's shm */
+    size_t bcast_tree_max;    /* PSP_MPI_BCAST_TREE_MAX (pscom_coll.h) */
+    int shm_on;               /* PSP_SHM is not 0: ranks on one node talk through shared memory */
+    int nap_polls;            /* idle polls in a row after which one naps instead; -1 never */
+    int idle_polls;           /* progress polls in a row that found nothing */
+    uint64_t late_yield_ns;   /* idle this long, yield although the node seems not crowded */
+    uint64_t idle_since_ns;   /* the clock at the MPIDI_PSCOM_IDLE_POLLS-th idle poll in a row */
+    int late_yielding;        /* idle for late_yield_ns: every idle poll yields */
     /* connections the peer closed, to be closed on our side too (MPIDI_PSCOM_reap_closed) */
     pscom_connection_t **closed;
     int n_closed;

@@ -52,7 +52,8 @@ static const pscom_env_row_t env_rows[] = {
     {"PSP_MPI_COLL_BLOCK", "-2",
      "MPI: a rank that waits in a small Bcast (the netmod's, up to 12 KiB) sleeps until a "
      "message comes after this many polls that found nothing (-1 never; -2: 64 when this node "
-     "runs more ranks than the job may use CPUs here, else never). Not with "
+     "runs more ranks than the job may use CPUs here, 256 on a communicator within one node's "
+     "shared memory, else never). Not with "
      "MPI_THREAD_MULTIPLE.",
      PSCOM_ENV_INT, &coll_block_cfg, -2, 1 << 20},
     {"PSP_MPI_BCAST_TREE_MAX", "64k",
@@ -218,6 +219,13 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
                                               ? -1
                                           : coll_block_cfg == -2 ? (over ? 64 : -1)
                                                                  : coll_block_cfg;
+    /* over shm a wakeup costs more than 4 times the polls: 4 ranks on 2 CPUs, 8-byte Bcast,
+       4 interleaved rounds, 0.72-0.95 us sleeping after 64, 0.54-0.70 after 256 (Open MPI
+       0.53-0.72); 8 ranks level; over tcp 256 was slower (38-48 -> 65-82 us) */
+    MPIDI_PSCOM_global.coll_block_polls_shm =
+        coll_block_cfg == -2 && MPIDI_PSCOM_global.coll_block_polls > 0
+            ? 4 * MPIDI_PSCOM_global.coll_block_polls
+            : MPIDI_PSCOM_global.coll_block_polls;
     MPIDI_PSCOM_global.bcast_tree_max = bcast_tree_max_cfg;
     char shm_prio[16];
     MPIDI_PSCOM_global.shm_on =
