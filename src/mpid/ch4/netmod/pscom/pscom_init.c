@@ -190,9 +190,10 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
     pscom_err_t rc;
     char name[PSCOM_NAME_MAX];
 
+    int multiple = MPIR_ThreadInfo.thread_provided == MPI_THREAD_MULTIPLE;
     /* MPICH serialises netmod calls with its global lock; the pscom lock also covers
      * pscom calls that may come from other threads in MPI_THREAD_MULTIPLE programs */
-    if (MPIR_ThreadInfo.thread_provided == MPI_THREAD_MULTIPLE)
+    if (multiple)
         rc = pscom_init_thread(PSCOM_VERSION);
     else
         rc = pscom_init(PSCOM_VERSION);
@@ -209,29 +210,26 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
     /* not by default under MPI_THREAD_MULTIPLE: threads that hand MPICH's global lock to each
        other would wait a time slice for each handover (test/mpi/threads.c, 8 ranks on 2 CPUs:
        0.8-1.5 s as SCHED_OTHER, 20-49 s as SCHED_BATCH) */
-    if (sched_batch_cfg < 0 ? over && MPIR_ThreadInfo.thread_provided != MPI_THREAD_MULTIPLE
-                            : sched_batch_cfg)
+    if (sched_batch_cfg < 0 ? over && !multiple : sched_batch_cfg)
         use_sched_batch(sched_batch_cfg > 0);
     MPIDI_PSCOM_global.late_yield_ns =
         sched_yield_cfg < 0 && !over ? (uint64_t)yield_after_us_cfg * 1000 : 0;
-    /* a sleeping rank would hold MPICH's global lock, which other threads may need */
-    MPIDI_PSCOM_global.coll_block_polls = MPIR_ThreadInfo.thread_provided == MPI_THREAD_MULTIPLE
-                                              ? -1
+    /* a sleeping rank would hold MPICH's global lock, which other threads may need. Over shm
+       a wakeup costs more than the polls: 4 ranks on 2 CPUs, 8-byte Bcast, 4 interleaved
+       rounds, 0.72-0.95 us sleeping after 64, 0.54-0.70 after 256 (Open MPI 0.53-0.72); 8 ranks
+       level; over tcp 256 was slower (38-48 -> 65-82 us) */
+    MPIDI_PSCOM_global.coll_block_polls = multiple               ? -1
                                           : coll_block_cfg == -2 ? (over ? 64 : -1)
                                                                  : coll_block_cfg;
-    /* over shm a wakeup costs more than 4 times the polls: 4 ranks on 2 CPUs, 8-byte Bcast,
-       4 interleaved rounds, 0.72-0.95 us sleeping after 64, 0.54-0.70 after 256 (Open MPI
-       0.53-0.72); 8 ranks level; over tcp 256 was slower (38-48 -> 65-82 us) */
-    MPIDI_PSCOM_global.coll_block_polls_shm =
-        coll_block_cfg == -2 && MPIDI_PSCOM_global.coll_block_polls > 0
-            ? 4 * MPIDI_PSCOM_global.coll_block_polls
-            : MPIDI_PSCOM_global.coll_block_polls;
+    MPIDI_PSCOM_global.coll_block_polls_shm = multiple               ? -1
+                                              : coll_block_cfg == -2 ? (over ? 256 : -1)
+                                                                     : coll_block_cfg;
     MPIDI_PSCOM_global.bcast_tree_max = bcast_tree_max_cfg;
     char shm_prio[16];
     MPIDI_PSCOM_global.shm_on =
         pscom_env_get("PSP_SHM", shm_prio, sizeof(shm_prio)) == 0 && strcmp(shm_prio, "0") != 0;
     MPIDI_PSCOM_global.nap_polls =
-        MPIR_ThreadInfo.thread_provided == MPI_THREAD_MULTIPLE ? -1
+        multiple        ? -1
         : nap_cfg == -2 ? (cpus > 0 && nprocs >= NAP_RANKS_PER_CPU * cpus ? NAP_AFTER_POLLS : -1)
                         : nap_cfg;
     mpi_errno = MPIDI_PSCOM_msa_init(); /* PSP_MSA_*: a bad value fails MPI_Init */
