@@ -130,7 +130,9 @@ typedef struct {
     size_t bcast_tree_max;    /* PSP_MPI_BCAST_TREE_MAX (pscom_coll.h) */
     int shm_on;               /* PSP_SHM is not 0: ranks on one node talk through shared memory */
     int nap_polls;            /* idle polls in a row after which one naps instead; -1 never */
-    int idle_polls;           /* progress polls in a row that found nothing */
+    uint64_t nap_after_ns;    /* idle this long on a crowded node, nap instead; 0 never */
+    int napping;              /* nap_polls or nap_after_ns reached: every idle poll naps */
+    unsigned idle_polls;      /* progress polls in a row that found nothing */
     uint64_t late_yield_ns;   /* idle this long, yield although the node seems not crowded */
     uint64_t idle_since_ns;   /* the clock at the MPIDI_PSCOM_IDLE_POLLS-th idle poll in a row */
     int late_yielding;        /* idle for late_yield_ns: every idle poll yields */
@@ -229,10 +231,11 @@ extern unsigned MPIDI_PSCOM_lost_peer_abort_s;
 void MPIDI_PSCOM_complete_broken(MPIR_Request *req);
 void MPIDI_PSCOM_release_held(void);
 void MPIDI_PSCOM_nap(void); /* PSP_MPI_NAP: an idle rank of a crowded node sleeps a little */
-/* every this many idle polls in a row MPIDI_PSCOM_idle_long looks at the clock
-   (PSP_MPI_YIELD_AFTER_US) */
+/* every this many idle polls in a row MPIDI_PSCOM_idle_long / _idle_crowded look at the clock
+   (PSP_MPI_YIELD_AFTER_US, PSP_MPI_NAP_AFTER_US) */
 #define MPIDI_PSCOM_IDLE_POLLS 16
 void MPIDI_PSCOM_idle_long(void);
+void MPIDI_PSCOM_idle_crowded(void);
 
 MPL_STATIC_INLINE_PREFIX uint64_t MPIDI_PSCOM_now_ns(void)
 {

@@ -20,7 +20,7 @@
 /* Our PSP_* settings: rows in pscom's configuration table, so pscom_info -c and
  * PSP_DEBUG_PARAM show them with pscom's own. */
 static int sched_yield_cfg = -1, sched_batch_cfg = -1, coll_block_cfg = -2, nap_cfg = -2;
-static unsigned yield_after_us_cfg = 20;
+static unsigned yield_after_us_cfg = 20, nap_after_us_cfg = 1000;
 static size_t bcast_tree_max_cfg = 65536;
 static int direct_connect_cfg;
 unsigned MPIDI_PSCOM_lost_peer_abort_s = 10;
@@ -64,9 +64,14 @@ static const pscom_env_row_t env_rows[] = {
     {"PSP_MPI_NAP", "-2",
      "MPI: where idle polls yield (PSP_MPI_SCHED_YIELD), after this many in a row each one "
      "sleeps for the kernel's timer slack (about 50 us) instead (-1 never; -2: 16 when this "
-     "node runs at least 32 ranks per CPU the job may use here, else never). Not with "
-     "MPI_THREAD_MULTIPLE.",
+     "node runs at least 32 ranks per CPU the job may use here, else never; counted in steps "
+     "of 16). Not with MPI_THREAD_MULTIPLE.",
      PSCOM_ENV_INT, &nap_cfg, -2, 1 << 20},
+    {"PSP_MPI_NAP_AFTER_US", "1000",
+     "MPI: where every idle poll yields (PSP_MPI_SCHED_YIELD: a crowded node), a rank that has "
+     "found nothing for this many microseconds naps at each idle poll (as with PSP_MPI_NAP), "
+     "leaving the CPU to the ranks that have work (0: never). Not with MPI_THREAD_MULTIPLE.",
+     PSCOM_ENV_UINT, &nap_after_us_cfg, 0, 1000000},
     {"PSP_MPI_LOST_PEER_ABORT", "10",
      "MPI: seconds after a connection to a peer broke (not an orderly close) until this process "
      "aborts the job, naming the connection, if the launcher has not ended it by then (a lost "
@@ -165,6 +170,23 @@ void MPIDI_PSCOM_nap(void)
     nanosleep(&ts, NULL);
 }
 
+/* Idle polls on a crowded node yield, and after PSP_MPI_NAP polls or PSP_MPI_NAP_AFTER_US nap:
+   a rank that waits long is not the one everybody waits for, and yielding keeps it on the run
+   queue ahead of those that have work. 8 senders waiting for a late receiver over tcp
+   (test/mpi/flood.c "later first", 9 ranks on 2 CPUs, a round trip per message): 60-67 s
+   yielding, 8 s napping after 1 ms; 8-32 rank collectives level. */
+void MPIDI_PSCOM_idle_crowded(void)
+{
+    uint64_t now = MPIDI_PSCOM_now_ns();
+    unsigned n = MPIDI_PSCOM_global.idle_polls;
+    if (n == MPIDI_PSCOM_IDLE_POLLS)
+        MPIDI_PSCOM_global.idle_since_ns = now;
+    MPIDI_PSCOM_global.napping =
+        (MPIDI_PSCOM_global.nap_polls >= 0 && n >= (unsigned)MPIDI_PSCOM_global.nap_polls) ||
+        (MPIDI_PSCOM_global.nap_after_ns &&
+         now - MPIDI_PSCOM_global.idle_since_ns >= MPIDI_PSCOM_global.nap_after_ns);
+}
+
 /* Polls that find nothing while no peer is known to share our CPU: a short wait is spent
    spinning (a message is seen at once), a long one yields, which costs one system call per
    poll when nobody else wants the CPU and hands it over when somebody does. The clock is read
@@ -232,6 +254,7 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
         multiple        ? -1
         : nap_cfg == -2 ? (cpus > 0 && nprocs >= NAP_RANKS_PER_CPU * cpus ? NAP_AFTER_POLLS : -1)
                         : nap_cfg;
+    MPIDI_PSCOM_global.nap_after_ns = multiple ? 0 : (uint64_t)nap_after_us_cfg * 1000;
     mpi_errno = MPIDI_PSCOM_msa_init(); /* PSP_MSA_*: a bad value fails MPI_Init */
     MPIR_ERR_CHECK(mpi_errno);
 

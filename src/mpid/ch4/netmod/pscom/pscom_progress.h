@@ -32,15 +32,15 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
     if (events) {
         MPIDI_PSCOM_global.idle_polls = 0;
         MPIDI_PSCOM_global.late_yielding = 0;
+        MPIDI_PSCOM_global.napping = 0;
     } else if (MPIDI_PSCOM_global.yield_idle) {
-        if (MPIDI_PSCOM_global.nap_polls < 0)
-            sched_yield();
-        else if (MPIDI_PSCOM_global.idle_polls >= MPIDI_PSCOM_global.nap_polls)
+        if (!MPIDI_PSCOM_global.napping &&
+            ++MPIDI_PSCOM_global.idle_polls % MPIDI_PSCOM_IDLE_POLLS == 0)
+            MPIDI_PSCOM_idle_crowded();
+        if (MPIDI_PSCOM_global.napping)
             MPIDI_PSCOM_nap();
-        else {
-            MPIDI_PSCOM_global.idle_polls++;
+        else
             sched_yield();
-        }
     } else if (MPIDI_PSCOM_global.late_yield_ns) {
         if (MPIDI_PSCOM_global.late_yielding)
             sched_yield();
