@@ -23,6 +23,7 @@ mpi_core_sources += src/mpid/ch4/netmod/pscom/func_table.c \
                     src/mpid/ch4/netmod/pscom/pscom_part.c \
                     src/mpid/ch4/netmod/pscom/pscom_msa.c \
                     src/mpid/ch4/netmod/pscom/pscom_coll_msa.c \
+                    src/mpid/ch4/netmod/pscom/pscom_coll_shm.c \
                     src/mpid/ch4/netmod/pscom/pscom_coll_small.c \
                     src/mpid/ch4/netmod/pscom/pscom_reduce.c
 

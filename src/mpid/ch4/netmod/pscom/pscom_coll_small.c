@@ -17,6 +17,7 @@
 #include "pscom_impl.h"
 #include "pscom_broken.h"
 #include "pscom_gpu.h"
+#include "pscom_coll_shm.h"
 
 typedef struct {
     MPIR_Comm *comm;
@@ -514,6 +515,12 @@ int MPIDI_PSCOM_allreduce_direct(const void *sendbuf, void *recvbuf, MPI_Aint co
             memcpy(recvbuf, in, len);
         goto fn_copy_back;
     }
+    if (MPIDI_PSCOM_comm_node_shm(comm) &&
+        MPIDI_PSCOM_coll_shm_allreduce(in, recvbuf, count, datatype, op, len, comm, errflag,
+                                       &mpi_errno)) {
+        MPIR_ERR_CHECK(mpi_errno);
+        goto fn_copy_back;
+    }
 
     tmp = small ? tmp_small : segment_get();
     MPIR_ERR_CHKANDJUMP(!tmp, mpi_errno, MPI_ERR_OTHER, "**nomem");
@@ -608,6 +615,13 @@ int MPIDI_PSCOM_allgather_direct(const void *sendbuf, MPI_Aint sendcount, MPI_Da
     }
 
     exchange_t x = {.comm = comm, .tag = MPIR_ALLGATHER_TAG, .errflag = errflag};
+    if (MPIDI_PSCOM_comm_node_shm(comm) &&
+        MPIDI_PSCOM_coll_shm_allgather(out, (size_t)r_size,
+                                       r_staged ? rpack : (char *)recvbuf + r_lb,
+                                       r_staged ? (size_t)r_size : stride, comm, errflag, &err)) {
+        mpi_errno = mpi_errno ? mpi_errno : err;
+        goto unpack;
+    }
     recv_src_t from[MPIDI_PSCOM_FLAT_COLL_MAX_RANKS];
     send_dest_t to[MPIDI_PSCOM_FLAT_COLL_MAX_RANKS];
     for (int i = 1; i < size; i++) {
@@ -618,6 +632,7 @@ int MPIDI_PSCOM_allgather_direct(const void *sendbuf, MPI_Aint sendcount, MPI_Da
     }
     err = exchange_all(&x, from, to, size - 1);
     mpi_errno = mpi_errno ? mpi_errno : err;
+unpack:
     for (int i = 1; i < size && r_staged && !err; i++) {
         int r = (rank - i + size) % size;
         err = MPIR_Typerep_unpack(rpack + r * r_size, r_size, (char *)recvbuf + r * stride,
@@ -644,6 +659,8 @@ int MPIDI_PSCOM_barrier_small(MPIR_Comm *comm, MPIR_Errflag_t *errflag)
     int size = comm->local_size, rank = comm->rank, mpi_errno = MPI_SUCCESS;
     if (size == 1)
         return MPI_SUCCESS;
+    if (MPIDI_PSCOM_comm_node_shm(comm) && MPIDI_PSCOM_coll_shm_barrier(comm, errflag, &mpi_errno))
+        return mpi_errno;
     exchange_t x = {.comm = comm, .tag = MPIR_BARRIER_TAG, .errflag = errflag};
     int err = exchange_init(&x);
     if (err)
@@ -690,6 +707,13 @@ int MPIDI_PSCOM_bcast_tree(void *buffer, MPI_Aint count, MPI_Datatype datatype, 
         }
     }
 
+    if (MPIDI_PSCOM_comm_node_shm(comm) &&
+        MPIDI_PSCOM_coll_shm_bcast(data, (size_t)len, root, comm, errflag, &err)) {
+        mpi_errno = mpi_errno ? mpi_errno : err;
+        if (staged && rank != root && !mpi_errno)
+            mpi_errno = MPIR_Typerep_unpack(packed, len, buffer, count, datatype, 0, &n);
+        goto fn_exit;
+    }
     exchange_t x = {.comm = comm,
                     .tag = MPIR_BCAST_TAG,
                     .tmp = data,
@@ -880,6 +904,11 @@ int MPIDI_PSCOM_alltoall_small(const void *sendbuf, MPI_Aint sendcount, MPI_Data
         sb = spack;
     }
     MPIR_ERR_CHKANDJUMP(!rb, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    if (MPIDI_PSCOM_comm_node_shm(comm) &&
+        MPIDI_PSCOM_coll_shm_alltoall(sb, rb, (size_t)blk, comm, errflag, &err)) {
+        mpi_errno = mpi_errno ? mpi_errno : err;
+        goto unpack;
+    }
     if (use_bruck(size, blk)) {
         err = alltoall_bruck(&x, sb, rb, (size_t)blk);
         if (err != BRUCK_NOMEM) {

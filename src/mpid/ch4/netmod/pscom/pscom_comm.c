@@ -2,10 +2,12 @@
  * MSA-aware collectives keep their sub-communicators here (pscom_coll_msa.c). */
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
+#include "pscom_coll_shm.h"
 
 int MPIDI_PSCOM_mpi_comm_commit_pre_hook(MPIR_Comm *comm)
 {
     comm->dev.ch4.netmod.pscom.msa = NULL;
+    memset(&comm->dev.ch4.netmod.pscom.coll_shm, 0, sizeof(comm->dev.ch4.netmod.pscom.coll_shm));
     return MPI_SUCCESS;
 }
 
@@ -18,6 +20,7 @@ int MPIDI_PSCOM_mpi_comm_commit_post_hook(MPIR_Comm *comm)
 int MPIDI_PSCOM_mpi_comm_free_hook(MPIR_Comm *comm)
 {
     MPIDI_PSCOM_msa_comm_free(comm);
+    MPIDI_PSCOM_coll_shm_free(comm);
     return MPI_SUCCESS;
 }
 

@@ -128,6 +128,7 @@ typedef struct {
     int coll_block_polls; /* idle polls in a Bcast's wait before it sleeps; -1 never */
     int coll_block_polls_shm; /* the same on a communicator within one node's shm */
     size_t bcast_tree_max;    /* PSP_MPI_BCAST_TREE_MAX (pscom_coll.h) */
+    int coll_shm;             /* PSP_MPI_COLL_SHM (pscom_coll_shm.c) */
     int shm_on;               /* PSP_SHM is not 0: ranks on one node talk through shared memory */
     int nap_polls;            /* idle polls in a row after which one naps instead; -1 never */
     uint64_t nap_after_ns;    /* idle this long on a crowded node, nap instead; 0 never */
@@ -236,6 +237,15 @@ void MPIDI_PSCOM_nap(void); /* PSP_MPI_NAP: an idle rank of a crowded node sleep
 #define MPIDI_PSCOM_IDLE_POLLS 16
 void MPIDI_PSCOM_idle_long(void);
 void MPIDI_PSCOM_idle_crowded(void);
+
+/* Something completed that pscom did not see (a Barrier through shared memory): the rank is
+   not idle, whatever the polls before found */
+MPL_STATIC_INLINE_PREFIX void MPIDI_PSCOM_not_idle(void)
+{
+    MPIDI_PSCOM_global.idle_polls = 0;
+    MPIDI_PSCOM_global.late_yielding = 0;
+    MPIDI_PSCOM_global.napping = 0;
+}
 
 MPL_STATIC_INLINE_PREFIX uint64_t MPIDI_PSCOM_now_ns(void)
 {

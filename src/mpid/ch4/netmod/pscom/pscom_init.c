@@ -22,7 +22,7 @@
 static int sched_yield_cfg = -1, sched_batch_cfg = -1, coll_block_cfg = -2, nap_cfg = -2;
 static unsigned yield_after_us_cfg = 20, nap_after_us_cfg = 1000;
 static size_t bcast_tree_max_cfg = 65536;
-static int direct_connect_cfg;
+static int direct_connect_cfg, coll_shm_cfg = 1;
 unsigned MPIDI_PSCOM_lost_peer_abort_s = 10;
 /* read through pscom_env_get by the PSNAM windows (pscom_psnam_*.c) */
 static const char *nam_server_cfg, *nam_key_cfg, *psnam_dir_cfg;
@@ -61,6 +61,12 @@ static const pscom_env_row_t env_rows[] = {
      "to this many bytes, instead of MPICH's scatter and allgather from 12 KiB on (0: 12 KiB, "
      "as MPICH). Must be the same in every process of the job.",
      PSCOM_ENV_SIZE, &bcast_tree_max_cfg, 0, 0},
+    {"PSP_MPI_COLL_SHM", "1",
+     "MPI: Barrier and Allreduce of up to 1 KiB on a communicator within one node's shared "
+     "memory go through a segment its ranks map (made at the communicator's second such call, "
+     "unlinked at once); 0: by messages. A process with 0 makes its communicators keep the "
+     "messages.",
+     PSCOM_ENV_BOOL, &coll_shm_cfg, 0, 0},
     {"PSP_MPI_NAP", "-2",
      "MPI: where idle polls yield (PSP_MPI_SCHED_YIELD), after this many in a row each one "
      "sleeps for the kernel's timer slack (about 50 us) instead (-1 never; -2: 16 when this "
@@ -247,6 +253,7 @@ int MPIDI_PSCOM_init_local(int *tag_bits)
                                               : coll_block_cfg == -2 ? (over ? 256 : -1)
                                                                      : coll_block_cfg;
     MPIDI_PSCOM_global.bcast_tree_max = bcast_tree_max_cfg;
+    MPIDI_PSCOM_global.coll_shm = coll_shm_cfg;
     char shm_prio[16];
     MPIDI_PSCOM_global.shm_on =
         pscom_env_get("PSP_SHM", shm_prio, sizeof(shm_prio)) == 0 && strcmp(shm_prio, "0") != 0;

@@ -38,9 +38,20 @@ typedef struct {
     int msa_module; /* peer's MSA module (business card); -1 unknown (other worlds) */
 } MPIDI_PSCOM_addr_t;
 
-/* Communicator: the hierarchy of the MSA-aware collectives, built lazily (pscom_coll_msa.c) */
+/* Communicator: the hierarchy of the MSA-aware collectives, built lazily (pscom_coll_msa.c),
+   and the shared segment of a communicator within one node (pscom_coll_shm.c) */
+typedef struct {
+    void *seg;                 /* mapped, NULL until made */
+    size_t seg_len;            /* its length */
+    int calls;                 /* collectives that could have used it before it was made */
+    int refused;               /* a rank could not map it: messages for good */
+    int setting_up;            /* the setup's own collectives go by messages */
+    unsigned long long bcasts; /* Bcasts through it so far */
+} MPIDI_PSCOM_coll_shm_t;
+
 typedef struct {
     void *msa;
+    MPIDI_PSCOM_coll_shm_t coll_shm;
 } MPIDI_PSCOM_comm_t;
 
 typedef struct {

@@ -30,9 +30,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
     if (unlikely(MPIDI_PSCOM_global.n_held))
         MPIDI_PSCOM_release_held();
     if (events) {
-        MPIDI_PSCOM_global.idle_polls = 0;
-        MPIDI_PSCOM_global.late_yielding = 0;
-        MPIDI_PSCOM_global.napping = 0;
+        MPIDI_PSCOM_not_idle();
     } else if (MPIDI_PSCOM_global.yield_idle) {
         if (!MPIDI_PSCOM_global.napping &&
             ++MPIDI_PSCOM_global.idle_polls % MPIDI_PSCOM_IDLE_POLLS == 0)
