@@ -12,6 +12,11 @@
  * Last, the senders flood 1 KiB messages and close their socket at once: the close must wait
  * until the late receiver took them (a transport's queued copies included), not drop them.
  *
+ *   t_late later        rank 1 posts LATER_N sends of 1 KiB at once and then one of 8 B with
+ *                       another tag; rank 0, late, takes the 8 B one first, then the others
+ *                       in order: what went by rendezvous for want of credit must all come,
+ *                       in order (late.t checks over tcp that their data was fetched ahead)
+ *
  * "tag": the same through pscom_tag_send/pscom_tag_recv (tag matching in the transport; the
  * .t script runs it where ucp is the only transport). Sizes 8 B, 1 KiB, 64 KiB, 1 MiB; the
  * counts keep every size to a few MiB per sender. Every wait is bounded (T_TIMEOUT kills a
@@ -33,8 +38,10 @@ static const struct {
 } sizes[] = {{8, 20000}, {1024, 5000}, {64 * 1024, 100}, {1024 * 1024, 8}};
 #define NSIZES (int)(sizeof(sizes) / sizeof(sizes[0]))
 
-static int tag_mode;
+static int tag_mode, later_mode;
 static int nproc;
+
+#define LATER_N 2000
 
 #define CLOSE_N 3000 /* 1 KiB messages before the senders close */
 
@@ -154,6 +161,42 @@ static void receive_flood(pscom_socket_t *sock, pscom_connection_t **cons, size_
        len, nproc - 1, what, tu_now() - t0);
 }
 
+static void later_first(pscom_socket_t *sock, pscom_connection_t **cons)
+{
+    tu_barrier();
+    if (tu_rank == 1) {
+        pscom_request_t **reqs = malloc((LATER_N + 1) * sizeof(*reqs));
+        if (!reqs)
+            fail("malloc");
+        tu_phase("posting %d x 1 KiB, then 8 B", LATER_N);
+        for (int i = 0; i < LATER_N; i++)
+            reqs[i] = tu_post_send(cons[0], 7, (uint64_t)i, 1024, TU_XH);
+        reqs[LATER_N] = tu_post_send(cons[0], 8, 0, 8, TU_XH);
+        tu_wait_all(reqs, LATER_N + 1);
+        for (int i = 0; i <= LATER_N; i++)
+            tu_req_free(reqs[i]);
+        free(reqs);
+        return;
+    }
+    usleep(SLEEP_US);
+    tu_phase("receiving the later message first");
+    double t0 = tu_now();
+    pscom_request_t *req = tu_post_recv(cons[1], sock, 8, TU_XH, 8);
+    pscom_wait(req);
+    int good = tu_recv_good(req, 8, 1, 0, 8, TU_XH);
+    tu_req_free(req);
+    for (int i = 0; i < LATER_N && good; i++) {
+        req = tu_post_recv(cons[1], sock, 1024, TU_XH, 7);
+        pscom_wait(req);
+        good = tu_recv_good(req, 7, 1, i, 1024, TU_XH);
+        tu_req_free(req);
+    }
+    ok(good,
+       "the later message first, then %d x 1 KiB posted before it: in order, data verified "
+       "(%.2f s)",
+       LATER_N, tu_now() - t0);
+}
+
 static int child(void *arg)
 {
     (void)arg;
@@ -168,6 +211,13 @@ static int child(void *arg)
     if (!buf || !next_seq)
         fail("malloc");
 
+    if (later_mode) {
+        later_first(sock, cons);
+        is(tu_error_count, 0, "no connection error");
+        tu_barrier();
+        pscom_close_socket(sock);
+        goto out;
+    }
     for (int s = 0; s < NSIZES; s++) {
         size_t len = sizes[s].len;
         int n = sizes[s].n;
@@ -199,6 +249,7 @@ static int child(void *arg)
         pscom_close_socket(sock);
     }
     tu_barrier();
+out:
     free(buf);
     free(next_seq);
     free(cons);
@@ -212,12 +263,13 @@ int main(int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         tag_mode |= !strcmp(argv[i], "tag");
     }
-    if (!strcmp(mode, "pair"))
+    later_mode = !strcmp(mode, "later");
+    if (!strcmp(mode, "pair") || (later_mode && !tag_mode))
         nproc = 2;
     else if (!strcmp(mode, "many"))
         nproc = 4;
     else {
-        fprintf(stderr, "usage: %s pair|many [tag]\n", argv[0]);
+        fprintf(stderr, "usage: %s pair|many [tag] | later\n", argv[0]);
         return 2;
     }
     tu_run(nproc, child, NULL, NULL);

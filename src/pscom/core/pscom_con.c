@@ -29,6 +29,7 @@ pscom_con_t *pscom_con_create(pscom_sock_t *sock)
     list_init(&con->genq);
     list_init(&con->rndv_sends);
     list_init(&con->rndv_recvs);
+    list_init(&con->fc_parked);
     list_add_tail(&con->next, &sock->cons);
     pscom_con_set_name(con);
     return con;

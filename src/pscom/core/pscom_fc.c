@@ -22,6 +22,10 @@
  * sender runs out of credit (a rendezvous request below the threshold shows it) while a receive
  * waits for that message doubles its window from what the pool has left (pscom_fc_starved);
  * one whose receiver is behind (its receives mostly find messages that waited) keeps it.
+ * Where the transport has no single-copy pull, rendezvous messages for want of credit that
+ * wait unexpected are parked (con->fc_parked), and the credit that receives free goes to them
+ * before any goes back to the sender: their data is fetched ahead (fetch_ahead), in order, and
+ * waits as an eager message would, within the same window.
  * Credit applies to every transport, also where PSP_<ARCH>_RENDEZVOUS=inf (rendezvous is
  * core's protocol and works over each); PSP_UNEXPECTED_MAX=inf switches it off. Tag matching
  * in the transport (pscom_tag.c, UCX's tag API) bypasses core's queues and so this limit: UCX
@@ -131,8 +135,49 @@ void pscom_fc_starved(pscom_con_t *con)
     pscom_fc_grant_later(con);
 }
 
+void pscom_fc_park(pscom_con_t *con, pscom_req_t *gen)
+{
+    if (con->ops && con->ops->rndv_pull)
+        return; /* a receive pulls it in one copy, without a round trip */
+    gen->flags |= RQ_FC_PARKED;
+    list_add_tail(&gen->q_rndv, &con->fc_parked);
+    if (con->fc_return)
+        pscom_fc_grant_later(con);
+}
+
+void pscom_fc_unpark(pscom_req_t *gen)
+{
+    if (gen->flags & (RQ_FC_PARKED | RQ_FC_AHEAD))
+        list_del(&gen->q_rndv);
+    gen->flags &= ~(RQ_FC_PARKED | RQ_FC_AHEAD);
+}
+
+/* The credit that messages taken have freed goes to parked messages first, in their order:
+   their data is asked for now, and waits here as the sender's eager messages would have. A
+   receiver that takes a later message first and then the earlier ones in order (test/mpi/
+   flood.c, "later first") otherwise makes a round trip for each. 1: parked ones are left. */
+static int fetch_ahead(pscom_con_t *con)
+{
+    while (!list_empty(&con->fc_parked)) {
+        pscom_req_t *gen = list_entry(con->fc_parked.next, pscom_req_t, q_rndv);
+        uint64_t cost = pscom_fc_cost(gen->pub.header.xheader_len, gen->rndv_len);
+        /* what the window grew by goes to the sender as credit */
+        if (con->fc_return < con->fc_grown + cost)
+            return 1;
+        pscom_fc_unpark(gen);
+        if (pscom_rndv_fetch_ahead(con, gen, cost) != 0)
+            return 0; /* no memory: the receive pulls it */
+        con->fc_return -= cost;
+    }
+    return 0;
+}
+
 void pscom_fc_grant(pscom_con_t *con)
 {
+    /* a sender with parked messages sends rendezvous anyway: the credit fetches those */
+    if (!list_empty(&con->fc_parked) && con->pub.state == PSCOM_CON_STATE_RW && !con->closed &&
+        fetch_ahead(con))
+        return;
     uint64_t n = con->fc_return;
     con->fc_taken_old = con->fc_taken_old / 2 + (n - con->fc_grown);
     con->fc_late_old = con->fc_late_old / 2 + con->fc_late;

@@ -216,9 +216,9 @@ static void print_stats(void)
     pscom_plugin_counters(plugins, sizeof(plugins));
     pscom_log(0,
               "stats: unexpected bytes at most %llu (PSP_UNEXPECTED_MAX), rendezvous "
-              "for want of credit %llu, credit grants %llu",
+              "for want of credit %llu (fetched ahead %llu), credit grants %llu",
               (unsigned long long)s->unexp_bytes_max, (unsigned long long)s->fc_rndv,
-              (unsigned long long)s->fc_grants);
+              (unsigned long long)s->fc_ahead, (unsigned long long)s->fc_grants);
     pscom_log(0, "stats: connections opened %llu failed %llu garbage %llu, blocked waits %llu%s",
               (unsigned long long)s->cons_opened, (unsigned long long)s->cons_failed,
               (unsigned long long)s->garbage_cons, (unsigned long long)s->progress_blocks, plugins);

@@ -468,6 +468,7 @@ static __attribute__((noinline)) pscom_req_t *unposted_recv_req(pscom_con_t *con
 
 static void free_generated(pscom_req_t *gen)
 {
+    pscom_fc_unpark(gen);
     if (gen->fc_cost)
         pscom_fc_gen_dropped(gen);
     if (!(gen->flags & RQ_GEN_INLINE))
@@ -1045,6 +1046,13 @@ void pscom_con_fail_requests(pscom_con_t *con, pscom_err_t err)
     while (!list_empty(&rrecvs)) {
         pscom_req_t *r = list_entry(rrecvs.next, pscom_req_t, q_rndv);
         list_del(&r->q_rndv);
+        if (r->pub.state & PSCOM_REQ_STATE_GRECV) { /* fetched ahead: its data comes no more */
+            r->flags &= ~RQ_FC_AHEAD;
+            r->pub.state |= PSCOM_REQ_STATE_ERROR | PSCOM_REQ_STATE_IO_DONE;
+            if (r != cur && r->partner)
+                gen_finish_merge(r, r->partner);
+            continue;
+        }
         req_fail(r, 0);
     }
     if (cur) {

@@ -361,8 +361,9 @@ typedef struct pscom_stats {
     uint64_t eager_unexpected, rndv_sent, rndv_recv, rndv_pull, rndv_sw_fallback, rndv_gpu;
     uint64_t cons_opened, cons_failed, progress_blocks, garbage_cons;
     /* flow control: bytes held by unexpected eager messages now and at most (their cost, see
-       pscom_fc.c), sends that went rendezvous for want of credit, grants sent */
-    uint64_t unexp_bytes, unexp_bytes_max, fc_rndv, fc_grants;
+       pscom_fc.c), sends that went rendezvous for want of credit, grants sent, such rendezvous
+       messages whose data we fetched before a receive took them */
+    uint64_t unexp_bytes, unexp_bytes_max, fc_rndv, fc_grants, fc_ahead;
 } pscom_stats_t; /* a plugin's own counters: pscom_plugin_t.counters */
 extern PSCOM_PLUGIN_API pscom_stats_t pscom_stats;
 

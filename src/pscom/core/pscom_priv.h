@@ -112,6 +112,8 @@ _Static_assert(PREFIX_MAX >= 2 * HDR_SIZE + PAD_MAX + sizeof(rndv_fin_t), "a pus
 #define RQ_RNDV_GPU   0x400  /* recv: the rendezvous offers device memory (rndv_gpu) */
 #define RQ_GPU_HOST   0x800  /* send: goes from gpu_host, a host copy, freed on completion */
 #define RQ_GPU_DST    0x1000 /* recv: pscom_post_recv_gpu's device buffer is in gpu_dst */
+#define RQ_FC_PARKED  0x2000 /* generated: a rendezvous for want of credit, in con->fc_parked */
+#define RQ_FC_AHEAD   0x4000 /* generated: data fetched ahead, in con->rndv_recvs until it came */
 
 typedef struct pscom_req pscom_req_t;
 typedef struct pscom_con pscom_con_t;
@@ -125,7 +127,7 @@ struct pscom_req {
     rndv_gpu_t rndv_gpu;              /* recv: with RQ_RNDV_GPU; send: with RQ_GPU */
     list_head_t q;                    /* sendq / recvq / genq of the connection / recvq_any */
     list_head_t q_any;                /* generated requests: sock->genq_any */
-    list_head_t q_rndv;               /* con->rndv_sends / con->rndv_recvs */
+    list_head_t q_rndv;               /* con->rndv_sends / con->rndv_recvs / con->fc_parked */
     /* cleared from here on */
     uint32_t magic;
     uint32_t flags;
@@ -216,6 +218,7 @@ struct pscom_con {
     list_head_t genq;
     list_head_t rndv_sends;
     list_head_t rndv_recvs;
+    list_head_t fc_parked; /* generated rendezvous requests for want of credit (pscom_fc.c) */
     uint64_t next_rndv_id;
     recv_state_t rs;
 
@@ -431,7 +434,9 @@ void pscom_fc_grant(pscom_con_t *con);       /* give back what fc_return holds *
 void pscom_fc_grant_later(pscom_con_t *con); /* the same from the next progress round */
 extern int pscom_fc_grants_due;
 void pscom_fc_send_grants(void);
-void pscom_fc_starved(pscom_con_t *con); /* its sender ran out of credit */
+void pscom_fc_starved(pscom_con_t *con);                /* its sender ran out of credit */
+void pscom_fc_park(pscom_con_t *con, pscom_req_t *gen); /* unexpected rendezvous for credit */
+void pscom_fc_unpark(pscom_req_t *gen);                 /* taken, failed or freed */
 int pscom_fc_credit_received(pscom_con_t *con, const pscom_header_net_t *hdr); /* -1: bad */
 void pscom_fc_gen_held(pscom_req_t *gen, uint64_t cost);     /* an unexpected message waits */
 void pscom_fc_gen_taken(pscom_con_t *con, pscom_req_t *gen); /* a receive took it */
@@ -455,12 +460,13 @@ static inline void pscom_fc_consumed(pscom_con_t *con, uint64_t cost)
     con->fc_return += cost;
     /* not from here: this runs inside the parser (and inside a receive's posting), and a
        send may fail the connection or make a transport read */
-    if (__builtin_expect(con->fc_return >= con->fc_window / 4, 0))
+    if (__builtin_expect(con->fc_return >= con->fc_window / 4 || !list_empty(&con->fc_parked), 0))
         pscom_fc_grant_later(con);
 }
 
 /* pscom_rndv.c */
 void pscom_rndv_prepare_send(pscom_con_t *con, pscom_req_t *req);
+int pscom_rndv_fetch_ahead(pscom_con_t *con, pscom_req_t *gen, uint64_t cost);
 /* A send of device memory goes from a page-locked host copy (RQ_GPU_HOST, freed when it
    completes): 0, or -1 when there was no memory (no flag) or the copy failed (zeros sent) */
 int pscom_rndv_stage_gpu(pscom_req_t *req);

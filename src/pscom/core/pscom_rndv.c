@@ -9,6 +9,7 @@
  * copy, to device memory (pscom_post_recv_gpu) or host memory. A receiver that cannot open it
  * sends RNDV_READ, and the sender pushes a host copy.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "pscom_priv.h"
 
@@ -98,6 +99,26 @@ void pscom_rndv_start_pull(pscom_con_t *con, pscom_req_t *req)
     pscom_stats.rndv_sw_fallback++;
 }
 
+/* A parked generated rendezvous request (pscom_fc.c): its data asked for now, before a
+   receive takes it; it then waits as an eager message would, its cost held. -1: no memory */
+int pscom_rndv_fetch_ahead(pscom_con_t *con, pscom_req_t *gen, uint64_t cost)
+{
+    void *buf = malloc(gen->rndv_len ? gen->rndv_len : 1);
+    if (!buf)
+        return -1;
+    gen->pub.data = buf;
+    gen->pub.data_len = gen->rndv_len;
+    gen->pub.state &= ~PSCOM_REQ_STATE_RENDEZVOUS;
+    gen->flags |= RQ_FC_AHEAD;
+    pscom_fc_gen_held(gen, cost);
+    gen->id = con->next_rndv_id++;
+    list_add_tail(&gen->q_rndv, &con->rndv_recvs);
+    rndv_read_t rd = {.send_id = gen->rndv_send_id, .recv_id = gen->id};
+    pscom_send_ctrl(con, MSGTYPE_RNDV_READ, &rd, sizeof(rd), NULL, 0);
+    pscom_stats.fc_ahead++;
+    return 0;
+}
+
 int pscom_rndv_stage_gpu(pscom_req_t *req)
 {
     size_t len = req->pub.data_len;
@@ -180,6 +201,8 @@ pscom_req_t *pscom_rndv_dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
         }
         if (!(req->pub.state & PSCOM_REQ_STATE_GRECV))
             pscom_rndv_start_pull(con, req);
+        else if (r.len < con->rndv_threshold && !(r.flags & RNDV_FLAG_GPU))
+            pscom_fc_park(con, req);
         return NULL;
     }
     case MSGTYPE_RNDV_FIN: {
@@ -215,6 +238,7 @@ pscom_req_t *pscom_rndv_dispatch(pscom_con_t *con, pscom_header_net_t *hdr)
         if (!req || hdr->data_len != req->rndv_len)
             return (pscom_req_t *)-1;
         list_del(&req->q_rndv);
+        req->flags &= ~RQ_FC_AHEAD;
         return req;
     }
     default:

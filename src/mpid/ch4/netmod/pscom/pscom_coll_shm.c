@@ -22,17 +22,18 @@
 #define SHM_NAME_MAX    64
 #define CACHE_LINE      64
 
-/* A Bcast's slot (a Bcast takes one per MPIDI_PSCOM_COLL_SHM_SLOT bytes): the root waits until
+/* A Bcast's slot (a Bcast takes one per BCAST_PART bytes): the root waits until
    every rank took what it put there BCAST_SLOTS parts before (mostly long done), puts the data
    in and sets seq; the others wait for seq, copy and count themselves in done. Nobody waits for
    anybody but the root, which may run up to BCAST_SLOTS parts ahead. */
 #define BCAST_SLOTS 64
+#define BCAST_PART  1024
 typedef struct {
     _Alignas(CACHE_LINE) _Atomic uint32_t seq;  /* the part's number + 1 once its data is in */
     uint32_t root_err;                          /* the root's errflag was set */
     uint64_t len;                               /* the root's whole Bcast */
     _Alignas(CACHE_LINE) _Atomic uint32_t done; /* ranks that took it */
-    _Alignas(CACHE_LINE) unsigned char data[MPIDI_PSCOM_COLL_SHM_SLOT];
+    _Alignas(CACHE_LINE) unsigned char data[BCAST_PART];
 } bcast_slot_t;
 
 typedef struct {
@@ -262,7 +263,7 @@ static int bcast_get(shm_seg_t *s, coll_shm_t *st, char *data, size_t len, MPIR_
         if (mpi_errno)
             return mpi_errno;
         root_len = b->len;
-        size_t n = MPL_MIN(root_len - off, (size_t)MPIDI_PSCOM_COLL_SHM_SLOT);
+        size_t n = MPL_MIN(root_len - off, (size_t)BCAST_PART);
         if (off < len)
             memcpy(data + off, b->data, MPL_MIN(n, len - off));
         if (b->root_err && !*errflag)
@@ -296,7 +297,7 @@ int MPIDI_PSCOM_coll_shm_bcast(void *data, size_t len, int root, MPIR_Comm *comm
     }
     size_t off = 0;
     do {
-        size_t n = MPL_MIN(len - off, (size_t)MPIDI_PSCOM_COLL_SHM_SLOT);
+        size_t n = MPL_MIN(len - off, (size_t)BCAST_PART);
         *mpi_errno =
             bcast_put(s, st->bcasts++, (char *)data + off, n, len, *errflag != 0, comm->local_size);
         off += n;
