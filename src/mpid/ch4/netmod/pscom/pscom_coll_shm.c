@@ -1,14 +1,16 @@
 /*
- * Barrier of a communicator within one node's shared memory through a segment its ranks map:
- * an arrival counter and a generation. The last rank to arrive releases all the others with one
- * store, so nobody waits for a rank that is not running to pass a message on (dissemination
- * takes log2(p) rounds, each of which every rank must be switched in for on a crowded node).
+ * Small collectives of a communicator within one node's shared memory through a segment its
+ * ranks map. Barrier: an arrival counter and a generation; the last rank to arrive releases all
+ * the others with one store, so nobody waits for a rank that is not running to pass a message
+ * on (dissemination takes log2(p) rounds, each of which every rank must be switched in for on a
+ * crowded node). Allreduce, Allgather, Alltoall: the same round, each rank's contribution in its
+ * slot. Bcast: a ring of slots that only the root waits on.
  *
- * The segment is made at a communicator's SHM_AFTER_CALLS-th Barrier (a communicator that
- * synchronises once does not get a file): rank 0 creates it under a unique name in /dev/shm
- * and sends the name down the communicator, every rank maps it, an Allreduce tells whether all
- * could, and rank 0 unlinks the name, so that nothing is left behind however the job ends. A
- * communicator where a rank could not map it keeps the message-based Barrier.
+ * The segment is made at a communicator's SHM_AFTER_CALLS-th collective that could use it (a
+ * communicator that synchronises once gets no file): rank 0 creates it under a unique name in
+ * /dev/shm and sends the name down the communicator, every rank maps it, an Allreduce tells
+ * whether all could, and rank 0 unlinks the name, so that nothing is left behind however the
+ * job ends. A communicator where a rank could not map it keeps the messages.
  */
 #include "mpidimpl.h" /* first: it pulls in our inline headers, which need pscom_impl.h */
 #include "pscom_impl.h"
