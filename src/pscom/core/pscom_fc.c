@@ -220,6 +220,11 @@ void pscom_fc_gen_taken(pscom_con_t *con, pscom_req_t *gen)
     pscom_stats.unexp_bytes -= cost;
     pscom_fc_consumed(con, cost);
     con->fc_late += cost;
+    /* messages parked behind it take this credit now (here, not in pscom_fc_consumed: only a
+       receiver that takes waiting messages has parked ones, and posted receives stay as they
+       were) */
+    if (!list_empty(&con->fc_parked))
+        pscom_fc_grant_later(con);
 }
 
 void pscom_fc_gen_dropped(pscom_req_t *gen)

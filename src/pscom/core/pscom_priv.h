@@ -460,7 +460,7 @@ static inline void pscom_fc_consumed(pscom_con_t *con, uint64_t cost)
     con->fc_return += cost;
     /* not from here: this runs inside the parser (and inside a receive's posting), and a
        send may fail the connection or make a transport read */
-    if (__builtin_expect(con->fc_return >= con->fc_window / 4 || !list_empty(&con->fc_parked), 0))
+    if (__builtin_expect(con->fc_return >= con->fc_window / 4, 0))
         pscom_fc_grant_later(con);
 }
 

@@ -58,6 +58,15 @@ static pscom_req_t *take_by_id(list_head_t *list, uint64_t id)
     return req;
 }
 
+/* RNDV_READ: the sender pushes req's data as RNDV_DATA, which finds req in rndv_recvs */
+static void ask_push(pscom_con_t *con, pscom_req_t *req)
+{
+    req->id = con->next_rndv_id++;
+    list_add_tail(&req->q_rndv, &con->rndv_recvs);
+    rndv_read_t rd = {.send_id = req->rndv_send_id, .recv_id = req->id};
+    pscom_send_ctrl(con, MSGTYPE_RNDV_READ, &rd, sizeof(rd), NULL, 0);
+}
+
 void pscom_rndv_start_pull(pscom_con_t *con, pscom_req_t *req)
 {
     uint64_t n = req->rndv_len;
@@ -92,10 +101,7 @@ void pscom_rndv_start_pull(pscom_con_t *con, pscom_req_t *req)
         return;
     }
     /* no single copy: the sender pushes the data to us */
-    req->id = con->next_rndv_id++;
-    list_add_tail(&req->q_rndv, &con->rndv_recvs);
-    rndv_read_t rd = {.send_id = req->rndv_send_id, .recv_id = req->id};
-    pscom_send_ctrl(con, MSGTYPE_RNDV_READ, &rd, sizeof(rd), NULL, 0);
+    ask_push(con, req);
     pscom_stats.rndv_sw_fallback++;
 }
 
@@ -111,10 +117,7 @@ int pscom_rndv_fetch_ahead(pscom_con_t *con, pscom_req_t *gen, uint64_t cost)
     gen->pub.state &= ~PSCOM_REQ_STATE_RENDEZVOUS;
     gen->flags |= RQ_FC_AHEAD;
     pscom_fc_gen_held(gen, cost);
-    gen->id = con->next_rndv_id++;
-    list_add_tail(&gen->q_rndv, &con->rndv_recvs);
-    rndv_read_t rd = {.send_id = gen->rndv_send_id, .recv_id = gen->id};
-    pscom_send_ctrl(con, MSGTYPE_RNDV_READ, &rd, sizeof(rd), NULL, 0);
+    ask_push(con, gen);
     pscom_stats.fc_ahead++;
     return 0;
 }
