@@ -113,12 +113,13 @@ static int setup(MPIR_Comm *comm, coll_shm_t *st, MPIR_Errflag_t *errflag)
 }
 
 /* The segment of comm, made at its SHM_AFTER_CALLS-th collective that could use it; NULL: by
-   messages, this time (*mpi_errno: the setup's error) or for good */
+   messages, this time (*mpi_errno: the setup's error) or for good (also a communicator not
+   within one node's shared memory: MPIDI_PSCOM_comm_node_shm, the same answer everywhere) */
 static shm_seg_t *segment(MPIR_Comm *comm, MPIR_Errflag_t *errflag, int *mpi_errno)
 {
     *mpi_errno = MPI_SUCCESS;
     coll_shm_t *st = &comm->dev.ch4.netmod.pscom.coll_shm;
-    if (st->refused || st->setting_up)
+    if (st->refused || st->setting_up || !MPIDI_PSCOM_comm_node_shm(comm))
         return NULL;
     if (!st->seg && ++st->calls >= SHM_AFTER_CALLS) {
         st->setting_up = 1;

@@ -515,8 +515,7 @@ int MPIDI_PSCOM_allreduce_direct(const void *sendbuf, void *recvbuf, MPI_Aint co
             memcpy(recvbuf, in, len);
         goto fn_copy_back;
     }
-    if (MPIDI_PSCOM_comm_node_shm(comm) &&
-        MPIDI_PSCOM_coll_shm_allreduce(in, recvbuf, count, datatype, op, len, comm, errflag,
+    if (MPIDI_PSCOM_coll_shm_allreduce(in, recvbuf, count, datatype, op, len, comm, errflag,
                                        &mpi_errno)) {
         MPIR_ERR_CHECK(mpi_errno);
         goto fn_copy_back;
@@ -615,8 +614,7 @@ int MPIDI_PSCOM_allgather_direct(const void *sendbuf, MPI_Aint sendcount, MPI_Da
     }
 
     exchange_t x = {.comm = comm, .tag = MPIR_ALLGATHER_TAG, .errflag = errflag};
-    if (MPIDI_PSCOM_comm_node_shm(comm) &&
-        MPIDI_PSCOM_coll_shm_allgather(out, (size_t)r_size,
+    if (MPIDI_PSCOM_coll_shm_allgather(out, (size_t)r_size,
                                        r_staged ? rpack : (char *)recvbuf + r_lb,
                                        r_staged ? (size_t)r_size : stride, comm, errflag, &err)) {
         mpi_errno = mpi_errno ? mpi_errno : err;
@@ -659,7 +657,7 @@ int MPIDI_PSCOM_barrier_small(MPIR_Comm *comm, MPIR_Errflag_t *errflag)
     int size = comm->local_size, rank = comm->rank, mpi_errno = MPI_SUCCESS;
     if (size == 1)
         return MPI_SUCCESS;
-    if (MPIDI_PSCOM_comm_node_shm(comm) && MPIDI_PSCOM_coll_shm_barrier(comm, errflag, &mpi_errno))
+    if (MPIDI_PSCOM_coll_shm_barrier(comm, errflag, &mpi_errno))
         return mpi_errno;
     exchange_t x = {.comm = comm, .tag = MPIR_BARRIER_TAG, .errflag = errflag};
     int err = exchange_init(&x);
@@ -707,8 +705,7 @@ int MPIDI_PSCOM_bcast_tree(void *buffer, MPI_Aint count, MPI_Datatype datatype, 
         }
     }
 
-    if (MPIDI_PSCOM_comm_node_shm(comm) &&
-        MPIDI_PSCOM_coll_shm_bcast(data, (size_t)len, root, comm, errflag, &err)) {
+    if (MPIDI_PSCOM_coll_shm_bcast(data, (size_t)len, root, comm, errflag, &err)) {
         mpi_errno = mpi_errno ? mpi_errno : err;
         if (staged && rank != root && !mpi_errno)
             mpi_errno = MPIR_Typerep_unpack(packed, len, buffer, count, datatype, 0, &n);
@@ -904,8 +901,7 @@ int MPIDI_PSCOM_alltoall_small(const void *sendbuf, MPI_Aint sendcount, MPI_Data
         sb = spack;
     }
     MPIR_ERR_CHKANDJUMP(!rb, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    if (MPIDI_PSCOM_comm_node_shm(comm) &&
-        MPIDI_PSCOM_coll_shm_alltoall(sb, rb, (size_t)blk, comm, errflag, &err)) {
+    if (MPIDI_PSCOM_coll_shm_alltoall(sb, rb, (size_t)blk, comm, errflag, &err)) {
         mpi_errno = mpi_errno ? mpi_errno : err;
         goto unpack;
     }
