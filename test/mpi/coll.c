@@ -809,9 +809,11 @@ static int test_small_sizes(void)
         MPI_Type_free(&vec);
         if (n > 1) {
             MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-            ok &= bcast_mismatch(c, rank, 1, 10); /* the root sends less */
-            ok &= bcast_mismatch(c, rank, 10, 1); /* the root sends more */
-            MPI_Barrier(c);                       /* still usable afterwards */
+            ok &= bcast_mismatch(c, rank, 1, 10);      /* the root sends less */
+            ok &= bcast_mismatch(c, rank, 10, 1);      /* the root sends more */
+            ok &= bcast_mismatch(c, rank, 2000, 3000); /* of several parts, both */
+            ok &= bcast_mismatch(c, rank, 3000, 2000);
+            MPI_Barrier(c); /* still usable afterwards */
         }
         MPI_Comm_free(&c);
     }

@@ -24,29 +24,40 @@
 #define SHM_NAME_MAX    64
 #define CACHE_LINE      64
 
-/* A Bcast's slot (a Bcast takes one per BCAST_PART bytes): the root waits until
-   every rank took what it put there BCAST_SLOTS parts before (mostly long done), puts the data
-   in and sets seq; the others wait for seq, copy and count themselves in done. Nobody waits for
-   anybody but the root, which may run up to BCAST_SLOTS parts ahead. */
-#define BCAST_SLOTS 64
-#define BCAST_PART  1024
+/* Bcast: a ring of BCAST_SLOTS slots of BCAST_SLOT bytes. The root puts a part of up to
+   BCAST_PART_SLOTS slots (never across the ring's end) into the slots that follow the last
+   part, then its head: bytes and the part's number. The others wait for the head, copy and
+   store how far they are (each rank its own line: nobody writes another's). The root waits only
+   where it would overwrite a slot a rank has not taken yet, so it runs up to the whole ring
+   ahead of the slowest. Parts of 1 slot for a small Bcast; larger ones for a large one, as each
+   part costs every rank a wait and a store (64 KiB on 8 ranks sharing 2 CPUs, us: parts of 1
+   KiB 36-47, 4 KiB 36-43, 16 KiB 39-42, 64 KiB 39-43; the tree 75-82, Open MPI 66-69). */
+#define BCAST_SLOTS      64
+#define BCAST_SLOT       1024
+#define BCAST_PART_SLOTS 16
 typedef struct {
-    _Alignas(CACHE_LINE) _Atomic uint32_t seq;  /* the part's number + 1 once its data is in */
-    uint32_t root_err;                          /* the root's errflag was set */
-    uint64_t len;                               /* the root's whole Bcast */
-    _Alignas(CACHE_LINE) _Atomic uint32_t done; /* ranks that took it */
-    _Alignas(CACHE_LINE) unsigned char data[BCAST_PART];
-} bcast_slot_t;
+    _Alignas(CACHE_LINE) _Atomic uint32_t seq; /* the first slot's number + 1 once the data is in */
+    uint32_t root_err;                         /* the root's errflag was set */
+    uint32_t n;                                /* bytes in this part */
+    uint32_t slots;                            /* slots it takes */
+    uint64_t len;                              /* the root's whole Bcast */
+} bcast_head_t;
+
+typedef struct {
+    _Alignas(CACHE_LINE) _Atomic uint64_t taken; /* the rank is done with the slots before this */
+} rank_line_t;
 
 typedef struct {
     _Alignas(CACHE_LINE) _Atomic uint32_t arrived; /* ranks in the current round */
     _Alignas(CACHE_LINE) _Atomic uint32_t gen;     /* rounds completed */
-    bcast_slot_t bcast[BCAST_SLOTS];
-    /* communicators of up to MPIDI_PSCOM_COLL_SHM_DATA_RANKS: two sets (by the round's parity)
-       of a MPIDI_PSCOM_COLL_SHM_SLOT per rank. A rank writes a set before it arrives and
-       reads it after the release; it writes that set again only after the next round's
-       release, for which every rank must have arrived, done with reading. */
-    _Alignas(CACHE_LINE) unsigned char data[];
+    bcast_head_t head[BCAST_SLOTS];                /* of the part starting at that slot */
+    _Alignas(CACHE_LINE) unsigned char ring[BCAST_SLOTS][BCAST_SLOT];
+    /* then a rank_line_t per rank and, on communicators of up to
+       MPIDI_PSCOM_COLL_SHM_DATA_RANKS, two sets (by the round's parity) of a
+       MPIDI_PSCOM_COLL_SHM_SLOT per rank. A rank writes a set before it arrives and reads it
+       after the release; it writes that set again only after the next round's release, for
+       which every rank must have arrived, done with reading. */
+    _Alignas(CACHE_LINE) unsigned char tail[];
 } shm_seg_t;
 
 typedef MPIDI_PSCOM_coll_shm_t coll_shm_t;
@@ -61,7 +72,7 @@ void MPIDI_PSCOM_coll_shm_free(MPIR_Comm *comm)
 
 static size_t seg_len(int size)
 {
-    size_t len = sizeof(shm_seg_t);
+    size_t len = sizeof(shm_seg_t) + (size_t)size * sizeof(rank_line_t);
     if (size <= MPIDI_PSCOM_COLL_SHM_DATA_RANKS)
         len += 2 * (size_t)size * MPIDI_PSCOM_COLL_SHM_SLOT;
     return len;
@@ -167,7 +178,8 @@ int MPIDI_PSCOM_coll_shm_barrier(MPIR_Comm *comm, MPIR_Errflag_t *errflag, int *
 /* The set of this round, where every rank has its slot; NULL: by messages (see segment) */
 static unsigned char *data_set(shm_seg_t *s, uint32_t gen, int size)
 {
-    return s->data + (gen & 1) * (size_t)size * MPIDI_PSCOM_COLL_SHM_SLOT;
+    return s->tail + (size_t)size * sizeof(rank_line_t) +
+           (gen & 1) * (size_t)size * MPIDI_PSCOM_COLL_SHM_SLOT;
 }
 
 static unsigned char *slot(unsigned char *set, int rank)
@@ -233,22 +245,64 @@ int MPIDI_PSCOM_coll_shm_alltoall(const char *sb, char *rb, size_t blk, MPIR_Com
     return 1;
 }
 
-/* The root's part of a Bcast through the k-th slot: len of its whole Bcast, n bytes of it here */
-static int bcast_put(shm_seg_t *s, unsigned long long k, const char *data, size_t n, size_t len,
-                     int err, int size)
+static rank_line_t *rank_line(shm_seg_t *s, int rank)
 {
-    bcast_slot_t *b = &s->bcast[k % BCAST_SLOTS];
-    if (k >= BCAST_SLOTS) {
-        int mpi_errno = wait_for(&b->done, (uint32_t)size - 1);
-        if (mpi_errno)
-            return mpi_errno;
+    return (rank_line_t *)s->tail + rank;
+}
+
+/* Until every rank but the root has taken the slots before `upto` (with MPI progress meanwhile) */
+static int wait_taken(shm_seg_t *s, coll_shm_t *st, uint64_t upto, int root, int size)
+{
+    uint64_t least = UINT64_MAX;
+    for (int r = 0; r < size; r++) {
+        if (r == root)
+            continue;
+        _Atomic uint64_t *t = &rank_line(s, r)->taken;
+        uint64_t v;
+        while ((v = atomic_load_explicit(t, memory_order_acquire)) < upto) {
+            int mpi_errno = MPID_Progress_test(NULL);
+            if (mpi_errno)
+                return mpi_errno;
+            MPIDI_PROGRESS_YIELD();
+        }
+        least = MPL_MIN(least, v);
     }
-    /* readers of this part count from 0 only after they see seq, stored after this */
-    atomic_store_explicit(&b->done, 0, memory_order_relaxed);
-    b->len = len;
-    b->root_err = err;
-    memcpy(b->data, data, n);
-    atomic_store_explicit(&b->seq, (uint32_t)k + 1, memory_order_release);
+    st->bcast_free = least + BCAST_SLOTS;
+    MPIDI_PSCOM_not_idle();
+    return MPI_SUCCESS;
+}
+
+/* The root's parts of a Bcast of len bytes: 1 slot per part up to BCAST_SLOT bytes, then
+   BCAST_PART_SLOTS at most */
+static int bcast_put(shm_seg_t *s, coll_shm_t *st, const char *data, size_t len, int err, int root,
+                     int size)
+{
+    size_t off = 0;
+    do {
+        uint64_t k = st->bcasts;
+        uint32_t at = (uint32_t)(k % BCAST_SLOTS);
+        size_t slots = (len - off + BCAST_SLOT - 1) / BCAST_SLOT;
+        slots = MPL_MAX(slots, 1);
+        slots = MPL_MIN(slots, MPL_MIN(BCAST_PART_SLOTS, BCAST_SLOTS - at));
+        size_t n = MPL_MIN(len - off, slots * BCAST_SLOT);
+        uint64_t end = k + slots;
+        if (end > st->bcast_free) {
+            int mpi_errno =
+                wait_taken(s, st, end > BCAST_SLOTS ? end - BCAST_SLOTS : 0, root, size);
+            if (mpi_errno)
+                return mpi_errno;
+        }
+        bcast_head_t *h = &s->head[at];
+        memcpy(s->ring[at], data + off, n);
+        h->len = len;
+        h->n = (uint32_t)n;
+        h->slots = (uint32_t)slots;
+        h->root_err = err;
+        atomic_store_explicit(&h->seq, (uint32_t)k + 1, memory_order_release);
+        st->bcasts = end;
+        off += n;
+    } while (off < len);
+    atomic_store_explicit(&rank_line(s, root)->taken, st->bcasts, memory_order_relaxed);
     MPIDI_PSCOM_not_idle();
     return MPI_SUCCESS;
 }
@@ -256,22 +310,25 @@ static int bcast_put(shm_seg_t *s, unsigned long long k, const char *data, size_
 /* Readers follow the root's length, so that a Bcast whose counts differ between the ranks
    still takes as many slots everywhere: an error on the reader, the communicator still
    usable, as with the messages */
-static int bcast_get(shm_seg_t *s, coll_shm_t *st, char *data, size_t len, MPIR_Errflag_t *errflag)
+static int bcast_get(shm_seg_t *s, coll_shm_t *st, char *data, size_t len, int rank,
+                     MPIR_Errflag_t *errflag)
 {
     size_t off = 0, root_len = 0;
+    _Atomic uint64_t *taken = &rank_line(s, rank)->taken;
     do {
-        unsigned long long k = st->bcasts++;
-        bcast_slot_t *b = &s->bcast[k % BCAST_SLOTS];
-        int mpi_errno = wait_for(&b->seq, (uint32_t)k + 1);
+        uint64_t k = st->bcasts;
+        bcast_head_t *h = &s->head[k % BCAST_SLOTS];
+        int mpi_errno = wait_for(&h->seq, (uint32_t)k + 1);
         if (mpi_errno)
             return mpi_errno;
-        root_len = b->len;
-        size_t n = MPL_MIN(root_len - off, (size_t)BCAST_PART);
+        root_len = h->len;
+        size_t n = h->n;
         if (off < len)
-            memcpy(data + off, b->data, MPL_MIN(n, len - off));
-        if (b->root_err && !*errflag)
+            memcpy(data + off, s->ring[k % BCAST_SLOTS], MPL_MIN(n, len - off));
+        if (h->root_err && !*errflag)
             *errflag = MPIR_ERR_OTHER;
-        atomic_fetch_add_explicit(&b->done, 1, memory_order_release);
+        st->bcasts = k + h->slots;
+        atomic_store_explicit(taken, st->bcasts, memory_order_release);
         off += n;
     } while (off < root_len);
     if (root_len != len) {
@@ -294,16 +351,9 @@ int MPIDI_PSCOM_coll_shm_bcast(void *data, size_t len, int root, MPIR_Comm *comm
     if (!s)
         return *mpi_errno != MPI_SUCCESS;
     coll_shm_t *st = &comm->dev.ch4.netmod.pscom.coll_shm;
-    if (comm->rank != root) {
-        *mpi_errno = bcast_get(s, st, data, len, errflag);
-        return 1;
-    }
-    size_t off = 0;
-    do {
-        size_t n = MPL_MIN(len - off, (size_t)BCAST_PART);
-        *mpi_errno =
-            bcast_put(s, st->bcasts++, (char *)data + off, n, len, *errflag != 0, comm->local_size);
-        off += n;
-    } while (off < len && !*mpi_errno);
+    if (comm->rank != root)
+        *mpi_errno = bcast_get(s, st, data, len, comm->rank, errflag);
+    else
+        *mpi_errno = bcast_put(s, st, data, len, *errflag != 0, root, comm->local_size);
     return 1;
 }

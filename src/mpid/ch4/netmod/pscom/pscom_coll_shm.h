@@ -8,8 +8,8 @@
 /* Data of up to this many bytes per rank, on communicators of up to this many ranks */
 #define MPIDI_PSCOM_COLL_SHM_SLOT       1024
 #define MPIDI_PSCOM_COLL_SHM_DATA_RANKS 64
-/* Bcasts of up to this many bytes (in parts of 1 KiB) */
-#define MPIDI_PSCOM_COLL_SHM_BCAST_MAX (32 * 1024)
+/* Bcasts of up to this many bytes (the ring: a larger one would wait for itself) */
+#define MPIDI_PSCOM_COLL_SHM_BCAST_MAX (64 * 1024)
 
 /* 1: the Barrier ran here (*mpi_errno its result); 0: take the messages */
 int MPIDI_PSCOM_coll_shm_barrier(MPIR_Comm *comm, MPIR_Errflag_t *errflag, int *mpi_errno);

@@ -62,7 +62,7 @@ static const pscom_env_row_t env_rows[] = {
      "as MPICH). Must be the same in every process of the job.",
      PSCOM_ENV_SIZE, &bcast_tree_max_cfg, 0, 0},
     {"PSP_MPI_COLL_SHM", "1",
-     "MPI: Barrier, Bcast up to 32 KiB (3 ranks or more), Allreduce up to 1 KiB, Allgather and "
+     "MPI: Barrier, Bcast up to 64 KiB (3 ranks or more), Allreduce up to 1 KiB, Allgather and "
      "Alltoall of up to 1 KiB per rank (up to 64 ranks) on a communicator within one node's "
      "shared memory go through a segment its ranks map (made at the communicator's second such "
      "call, unlinked at once); 0: by messages. A process with 0 makes its communicators keep "

@@ -41,12 +41,13 @@ typedef struct {
 /* Communicator: the hierarchy of the MSA-aware collectives, built lazily (pscom_coll_msa.c),
    and the shared segment of a communicator within one node (pscom_coll_shm.c) */
 typedef struct {
-    void *seg;                 /* mapped, NULL until made */
-    size_t seg_len;            /* its length */
-    int calls;                 /* collectives that could have used it before it was made */
-    int refused;               /* a rank could not map it: messages for good */
-    int setting_up;            /* the setup's own collectives go by messages */
-    unsigned long long bcasts; /* Bcasts through it so far */
+    void *seg;                     /* mapped, NULL until made */
+    size_t seg_len;                /* its length */
+    int calls;                     /* collectives that could have used it before it was made */
+    int refused;                   /* a rank could not map it: messages for good */
+    int setting_up;                /* the setup's own collectives go by messages */
+    unsigned long long bcasts;     /* ring slots its Bcasts took so far */
+    unsigned long long bcast_free; /* as root we may fill the ring up to this slot */
 } MPIDI_PSCOM_coll_shm_t;
 
 typedef struct {
