@@ -140,14 +140,22 @@ static shm_seg_t *segment(MPIR_Comm *comm, MPIR_Errflag_t *errflag, int *mpi_err
     return st->seg;
 }
 
-/* Until *v (acquired) is want, with MPI progress meanwhile (and its yields and naps) */
+/* One poll of a wait in the segment: MPI progress, then its yield or nap */
+static int wait_poll(void)
+{
+    int mpi_errno = MPID_Progress_test(NULL);
+    if (!mpi_errno)
+        MPIDI_PROGRESS_YIELD();
+    return mpi_errno;
+}
+
+/* Until *v (acquired) is want, with MPI progress meanwhile */
 static int wait_for(_Atomic uint32_t *v, uint32_t want)
 {
     while (atomic_load_explicit(v, memory_order_acquire) != want) {
-        int mpi_errno = MPID_Progress_test(NULL);
+        int mpi_errno = wait_poll();
         if (mpi_errno)
             return mpi_errno;
-        MPIDI_PROGRESS_YIELD();
     }
     MPIDI_PSCOM_not_idle();
     return MPI_SUCCESS;
@@ -260,10 +268,9 @@ static int wait_taken(shm_seg_t *s, coll_shm_t *st, uint64_t upto, int root, int
         _Atomic uint64_t *t = &rank_line(s, r)->taken;
         uint64_t v;
         while ((v = atomic_load_explicit(t, memory_order_acquire)) < upto) {
-            int mpi_errno = MPID_Progress_test(NULL);
+            int mpi_errno = wait_poll();
             if (mpi_errno)
                 return mpi_errno;
-            MPIDI_PROGRESS_YIELD();
         }
         least = MPL_MIN(least, v);
     }
